@@ -1,0 +1,5 @@
+"""Run the `satchel` command with `python -m satchel`."""
+
+from satchel.cli import main
+
+main()

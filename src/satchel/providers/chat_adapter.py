@@ -1,0 +1,184 @@
+"""What the Chat Completions adapters share: request building, the call, and the commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from satchel.providers.chat_state import (
+    Window,
+    buffered,
+    check_payload,
+    committed,
+    empty_payload,
+    readable,
+)
+from satchel.providers.chat_wire import ChatReply, call_chat
+from satchel.turns import (
+    AdapterDescriptor,
+    ConfigurationError,
+    InvalidResponseError,
+    Message,
+    ModelResponse,
+    ModelTurnRequest,
+    ModelTurnResult,
+    RefusalError,
+    RequestRecord,
+    RuntimeState,
+    TransitionTelemetry,
+    TruncatedError,
+    redact,
+)
+from satchel.turns.diagnostics import Diagnostics
+
+FORBIDDEN_REQUEST_KEYS = ("messages", "tools", "tool_choice", "functions", "function_call")
+
+
+class ChatCompletionsAdapter:
+    """Base of the adapters that speak Chat Completions through the `openai` SDK."""
+
+    descriptor: AdapterDescriptor
+    strategy: str
+    opaque_fields: frozenset[str] = frozenset()
+
+    def __init__(self, client: openai.OpenAI, request: dict[str, Any]) -> None:
+        self.client = client
+        self.request = self.validate_request(request)
+        self.model: str = self.request["model"]
+        self.reasoning_fields: tuple[str, ...] = ()
+
+    @classmethod
+    def validate_request(cls, request: dict[str, Any]) -> dict[str, Any]:
+        """Check the profile's `request` section; return the settings sent on every call."""
+        if not isinstance(request, dict):
+            raise ConfigurationError("request: expected a mapping of Chat Completions settings")
+        model = request.get("model")
+        if not isinstance(model, str) or not model:
+            raise ConfigurationError("request.model: a model name is required")
+        for key in FORBIDDEN_REQUEST_KEYS:
+            if key in request:
+                raise ConfigurationError(
+                    f"request.{key}: not allowed; {cls.descriptor.adapter_id} "
+                    "builds messages itself and answers in plain text"
+                )
+        if request.get("n", 1) != 1:
+            raise ConfigurationError("request.n: must be 1 (one answer per turn)")
+        settings = dict(request)
+        options = settings.get("stream_options")
+        if settings.get("stream"):
+            if options is not None and not isinstance(options, dict):
+                raise ConfigurationError("request.stream_options: expected a mapping")
+            if (options or {}).get("include_usage") is False:
+                raise ConfigurationError(
+                    "request.stream_options.include_usage: must be true when streaming; "
+                    "usage arrives in the last chunk"
+                )
+            settings["stream_options"] = {**(options or {}), "include_usage": True}
+        elif options is not None:
+            raise ConfigurationError("request.stream_options: only valid with request.stream: true")
+        return settings
+
+    def initial_state(self) -> RuntimeState:
+        return RuntimeState(self.descriptor.adapter_id, self.strategy, empty_payload())
+
+    def check_state(self, state: RuntimeState) -> None:
+        state.validate()
+        state.check_owner(self.descriptor.adapter_id, (self.strategy,))
+        check_payload(state, self.reasoning_fields)
+
+    def buffer_inputs(self, state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:
+        return buffered(state, messages)
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self.request)
+
+    def run(self, request: ModelTurnRequest) -> ModelTurnResult:
+        state = request.state
+        inputs = [*state.payload["pending"], *request.new_messages]
+        window = self.window(state, inputs)
+        sent = [*state.payload["preamble"], *window.messages, *inputs]
+        reply = call_chat(self.client, {**self.request, "messages": sent})
+        text, reasoning = self.accept_reply(reply)
+        answer: Message = {"role": "assistant", "content": text}
+        if reasoning and self.reasoning_fields:
+            answer.update(dict.fromkeys(self.reasoning_fields, reasoning))
+        shown = tuple(readable(m, self.reasoning_fields) for m in sent)
+        provisional = committed(state, window, inputs, answer, self.reasoning_fields, reasoning)
+        assert reply.usage is not None
+        return ModelTurnResult(
+            response=ModelResponse(
+                text=text,
+                reasoning=reasoning,
+                finish_reason=reply.finish_reason or "stop",
+                model=reply.model or self.model,
+                response_id=reply.response_id,
+            ),
+            usage=reply.usage,
+            provisional_state=provisional,
+            request_record=RequestRecord(
+                input_items=tuple(_descriptor(i, m) for i, m in enumerate(sent)),
+                settings=redact(self.settings(), self.opaque_fields),
+            ),
+            telemetry=TransitionTelemetry(
+                items_sent=len(sent),
+                history_before=len(state.payload["messages"]),
+                history_after=len(provisional.payload["messages"]),
+                items_pruned=window.pruned_items,
+            ),
+            readable_request_messages=shown,
+        )
+
+    def window(self, state: RuntimeState, inputs: Sequence[Message]) -> Window:
+        """The accepted window the next request carries (a strategy may trim it)."""
+        return Window(state.payload["messages"], state.accepted_turns)
+
+    def accept_reply(self, reply: ChatReply) -> tuple[str, str | None]:
+        """Return the answer text and exact reasoning, or raise the attempt error it deserves."""
+        if reply.usage is None:
+            raise InvalidResponseError(
+                "the provider reported no usage; every request must be accounted for",
+                diagnostics=_diagnostics(reply),
+            )
+        if reply.refusal or reply.finish_reason == "content_filter":
+            raise RefusalError(
+                "the model refused", usage=reply.usage, diagnostics=_diagnostics(reply)
+            )
+        if reply.tool_calls or reply.finish_reason in ("tool_calls", "function_call"):
+            raise InvalidResponseError(
+                "the model called a tool; this adapter accepts plain-text answers only",
+                usage=reply.usage,
+                diagnostics=_diagnostics(reply),
+            )
+        if reply.finish_reason == "length":
+            raise TruncatedError(
+                "the answer hit the output limit",
+                usage=reply.usage,
+                diagnostics=_diagnostics(reply),
+            )
+        if reply.finish_reason != "stop":
+            raise InvalidResponseError(
+                f"the answer did not complete (finish reason {reply.finish_reason!r})",
+                usage=reply.usage,
+                diagnostics=_diagnostics(reply),
+            )
+        if not reply.text.strip():
+            raise InvalidResponseError(
+                "the answer is empty", usage=reply.usage, diagnostics=_diagnostics(reply)
+            )
+        return reply.text, next(iter(reply.reasoning.values()), None)
+
+
+def _descriptor(index: int, message: Message) -> dict[str, Any]:
+    content = message["content"]
+    kinds = (
+        ["text"]
+        if isinstance(content, str)
+        else [str(part.get("type", "unknown")) for part in content if isinstance(part, dict)]
+    )
+    return {"index": index, "type": "message", "role": message["role"], "content": kinds}
+
+
+def _diagnostics(reply: ChatReply) -> Diagnostics:
+    return Diagnostics.build("InvalidResponse", request_id=reply.request_id)

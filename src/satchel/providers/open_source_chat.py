@@ -1,0 +1,109 @@
+"""`open_source.chat_completions.v1`: continuous conversation with OpenAI-compatible open-weight
+servers.
+
+Each accepted plain-text answer is replayed with its exact reasoning string under the aliases the
+profile names (`reasoning_content`, `reasoning` or both). Tool calls, refusals, conflicting
+reasoning fields, unfinished answers and missing usage are refused. Supports harness summary
+compaction: summarize, unwind the latest accepted turn, rebuild behind a bridge message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from satchel.providers.chat_adapter import ChatCompletionsAdapter
+from satchel.providers.chat_wire import REASONING_FIELDS, ChatReply, call_chat
+from satchel.turns import (
+    AdapterDescriptor,
+    ConfigurationError,
+    InvalidResponseError,
+    RuntimeState,
+    StateError,
+    SummaryReply,
+    UnwoundTurn,
+)
+
+
+class OpenSourceChatAdapter(ChatCompletionsAdapter):
+    """Exact reasoning replay for open-weight models behind Chat Completions."""
+
+    descriptor = AdapterDescriptor(
+        adapter_id="open_source.chat_completions.v1",
+        provider="open_source",
+        api_surface="chat.completions",
+        implementation_path="src/satchel/providers/open_source_chat.py",
+        version="1.0.0",
+        strategies=("continuous_conversation",),
+        review_status="unreviewed",
+        compaction=("none", "harness_summary"),
+    )
+    strategy = "continuous_conversation"
+
+    def __init__(
+        self,
+        client: openai.OpenAI,
+        request: dict[str, Any],
+        *,
+        reasoning_replay: Sequence[str] = ("reasoning_content",),
+        summary_max_tokens: int | None = None,
+    ) -> None:
+        super().__init__(client, request)
+        aliases = tuple(reasoning_replay)
+        if not aliases or len(set(aliases)) != len(aliases) or set(aliases) - set(REASONING_FIELDS):
+            raise ConfigurationError(
+                "runtime.reasoning_replay: expected one or both of reasoning_content, reasoning; "
+                f"got {list(aliases)!r}"
+            )
+        self.reasoning_fields = aliases
+        self.summary_max_tokens = summary_max_tokens
+
+    def accept_reply(self, reply: ChatReply) -> tuple[str, str | None]:
+        values = {value for value in reply.reasoning.values() if value}
+        if len(values) > 1:
+            raise InvalidResponseError(
+                "the answer carries different reasoning under reasoning_content and reasoning",
+                usage=reply.usage,
+            )
+        text, _ = super().accept_reply(reply)
+        return text, values.pop() if values else None
+
+    def summarize(self, state: RuntimeState, prompt: str) -> SummaryReply:
+        payload = state.payload
+        messages = [*payload["preamble"], *payload["messages"], {"role": "user", "content": prompt}]
+        body: dict[str, Any] = {**self.request, "messages": messages}
+        if self.summary_max_tokens is not None:
+            key = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+            body[key] = self.summary_max_tokens
+        reply = call_chat(self.client, body)
+        if reply.usage is None:
+            raise InvalidResponseError("the summary answer reported no usage")
+        complete = reply.finish_reason == "stop" and not reply.tool_calls and not reply.refusal
+        return SummaryReply(reply.text.strip(), reply.usage, complete and bool(reply.text.strip()))
+
+    def unwind_latest_turn(self, state: RuntimeState) -> tuple[RuntimeState, UnwoundTurn]:
+        if not state.accepted_turns:
+            raise StateError("RuntimeState.accepted_turns: no accepted turn left to unwind")
+        last = state.accepted_turns[-1]
+        messages = state.payload["messages"]
+        unwound = UnwoundTurn(tuple(messages[last.start_item : last.end_item]), last)
+        payload = {**state.payload, "messages": messages[: last.start_item]}
+        shorter = RuntimeState(state.adapter_id, state.strategy, payload, state.accepted_turns[:-1])
+        return shorter, unwound
+
+    def rebuild(
+        self, state: RuntimeState, bridge: str, tail: Sequence[UnwoundTurn]
+    ) -> RuntimeState:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": bridge}]
+        turns = []
+        for turn in tail:
+            turns.append(turn.boundary.shifted(len(messages) - turn.boundary.start_item))
+            messages.extend(turn.items)
+        payload = {
+            "preamble": state.payload["preamble"],
+            "messages": messages,
+            "pending": state.payload["pending"],
+        }
+        return RuntimeState(state.adapter_id, state.strategy, payload, tuple(turns))

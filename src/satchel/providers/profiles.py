@@ -1,0 +1,261 @@
+"""Model profiles: YAML entries validated by pydantic, refused at load time naming the field."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import openai
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from satchel.providers.registry import REGISTRY, REQUEST_VALIDATORS
+from satchel.turns import ConfigurationError, Pricing, ProviderAdapter, RetryPolicy
+
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+_PROFILE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+EXAMPLES = Path(__file__).parent / "profiles"
+
+
+class ProfileError(ConfigurationError):
+    """A profile file or entry is invalid; the message names the file, entry and field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentSection(_Section):
+    MAX_CONTEXT_LENGTH: int = Field(gt=0)
+    MAX_ATTEMPTS: int = Field(default=3, ge=1, le=20)
+    ACTION_BUDGET_MULTIPLIER: float = Field(default=5.0, gt=0)
+    MAX_ANIMATION_FRAMES: int = Field(default=3, ge=1, le=64)
+
+
+class CompactionSection(_Section):
+    strategy: Literal["none", "harness_summary", "native"] = "none"
+    trigger_tokens: int | None = Field(default=None, gt=0)
+    summary_max_tokens: int | None = Field(default=None, gt=0)
+    summary_input_headroom_tokens: int = Field(default=8_000, ge=0)
+    max_summary_attempts: int = Field(default=3, ge=1, le=10)
+
+
+class TrimSection(_Section):
+    limit_tokens: int | None = Field(default=None, gt=0)
+    target_fraction: float = Field(default=0.7, gt=0, le=1)
+
+
+class RuntimeSection(_Section):
+    adapter_id: str
+    strategy: Literal["manual_rolling", "previous_response_id", "continuous_conversation"]
+    compaction: CompactionSection = CompactionSection()
+    reasoning_replay: tuple[Literal["reasoning_content", "reasoning"], ...] | None = None
+    trim: TrimSection = TrimSection()
+
+
+class ClientSection(_Section):
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=0, ge=0, le=5)
+
+
+class PricingSection(_Section):
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+
+class Profile(_Section):
+    """One model profile: which adapter, which strategy, which request settings."""
+
+    id: str
+    agent: AgentSection
+    runtime: RuntimeSection
+    client: ClientSection = ClientSection()
+    request: dict[str, Any]
+    pricing: PricingSection | None = None
+
+    @model_validator(mode="after")
+    def _combinations(self) -> Profile:
+        _check(self)
+        return self
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(max_attempts=self.agent.MAX_ATTEMPTS)
+
+    def prices(self) -> Pricing | None:
+        if self.pricing is None:
+            return None
+        return Pricing(self.pricing.input_per_million, self.pricing.output_per_million)
+
+    def output_limit(self) -> int | None:
+        for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+            value = self.request.get(key)
+            if isinstance(value, int):
+                return value
+        return None
+
+
+class _FieldError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+
+
+def _check(profile: Profile) -> None:
+    if not _PROFILE_ID.fullmatch(profile.id):
+        raise _FieldError("id", "letters, digits, '.', '_' and '-' only")
+    runtime = profile.runtime
+    if runtime.adapter_id not in REGISTRY:
+        known = ", ".join(d.adapter_id for d in REGISTRY)
+        raise _FieldError(
+            "runtime.adapter_id", f"unknown adapter id {runtime.adapter_id!r} (known: {known})"
+        )
+    descriptor = REGISTRY.descriptor(runtime.adapter_id)
+    if runtime.strategy not in descriptor.strategies:
+        raise _FieldError(
+            "runtime.strategy",
+            f"{runtime.adapter_id} supports {', '.join(descriptor.strategies)}, "
+            f"not {runtime.strategy}",
+        )
+    compaction = runtime.compaction
+    if compaction.strategy not in descriptor.compaction:
+        raise _FieldError(
+            "runtime.compaction.strategy",
+            f"{runtime.adapter_id} supports {', '.join(descriptor.compaction)}, "
+            f"not {compaction.strategy}",
+        )
+    try:
+        REQUEST_VALIDATORS[runtime.adapter_id](profile.request)
+    except ConfigurationError as exc:
+        raise ValueError(str(exc)) from None
+    if compaction.strategy == "harness_summary":
+        _check_summary_budget(profile)
+    elif compaction.trigger_tokens is not None:
+        raise _FieldError(
+            "runtime.compaction.trigger_tokens", "only meaningful with a compaction strategy"
+        )
+    if runtime.reasoning_replay is not None and runtime.strategy != "continuous_conversation":
+        raise _FieldError(
+            "runtime.reasoning_replay", "only continuous_conversation replays reasoning"
+        )
+    replay = runtime.reasoning_replay
+    if replay is not None and (not replay or len(set(replay)) != len(replay)):
+        raise _FieldError(
+            "runtime.reasoning_replay", "name reasoning_content, reasoning or both, once each"
+        )
+    if runtime.strategy != "manual_rolling" and runtime.trim != TrimSection():
+        raise _FieldError("runtime.trim", "only manual_rolling trims its window")
+    key_env = profile.client.api_key_env
+    if key_env is not None and not _ENV_NAME.fullmatch(key_env):
+        raise _FieldError(
+            "client.api_key_env",
+            "expected the NAME of an environment variable (A-Z, 0-9, _), never the key itself",
+        )
+
+
+def _check_summary_budget(profile: Profile) -> None:
+    compaction = profile.runtime.compaction
+    if compaction.trigger_tokens is None:
+        raise _FieldError("runtime.compaction.trigger_tokens", "required with harness_summary")
+    output = profile.output_limit()
+    if output is None:
+        raise _FieldError(
+            "request.max_tokens",
+            "harness_summary needs the request's output limit (max_tokens or "
+            "max_completion_tokens) to reserve room",
+        )
+    needed = compaction.trigger_tokens + output + compaction.summary_input_headroom_tokens
+    if needed >= profile.agent.MAX_CONTEXT_LENGTH:
+        raise _FieldError(
+            "runtime.compaction.trigger_tokens",
+            f"trigger_tokens ({compaction.trigger_tokens}) + output limit ({output}) + "
+            f"summary_input_headroom_tokens ({compaction.summary_input_headroom_tokens}) = "
+            f"{needed} must stay below agent.MAX_CONTEXT_LENGTH "
+            f"({profile.agent.MAX_CONTEXT_LENGTH})",
+        )
+
+
+def parse_profiles(data: object, source: str = "<profiles>") -> dict[str, Profile]:
+    """Validate a list of profile entries; raise `ProfileError` naming the entry and field."""
+    if not isinstance(data, list):
+        raise ProfileError(f"{source}: expected a YAML list of profile entries")
+    profiles: dict[str, Profile] = {}
+    for index, entry in enumerate(data):
+        name = entry.get("id") if isinstance(entry, Mapping) else None
+        where = (
+            f"{source}: profile {name!r}" if isinstance(name, str) else f"{source}: entry {index}"
+        )
+        try:
+            profile = Profile.model_validate(entry)
+        except ValidationError as exc:
+            raise ProfileError(f"{where}: {_describe(exc)}") from None
+        if profile.id in profiles:
+            raise ProfileError(f"{where}: id: duplicate profile id {profile.id!r}")
+        profiles[profile.id] = profile
+    return profiles
+
+
+def load_profiles(path: str | Path) -> dict[str, Profile]:
+    """Load and validate a YAML profile file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise ProfileError(f"{path}:{line} not valid YAML") from None
+    return parse_profiles(data, str(path))
+
+
+def example_profiles() -> dict[str, Profile]:
+    """The example profiles shipped with satchel."""
+    profiles: dict[str, Profile] = {}
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        profiles.update(load_profiles(path))
+    return profiles
+
+
+def build_adapter(
+    profile: Profile,
+    *,
+    http_client: Any = None,
+    env: Mapping[str, str] | None = None,
+) -> ProviderAdapter:
+    """Create the profile's adapter with an `openai` client; the key comes from the environment.
+
+    `http_client` (an `httpx.Client`) replaces the SDK's transport, as tests do.
+    """
+    env = os.environ if env is None else env
+    key_env = profile.client.api_key_env
+    api_key = "unused"
+    if key_env is not None:
+        api_key = env.get(key_env, "")
+        if not api_key:
+            raise ConfigurationError(
+                f"client.api_key_env: environment variable {key_env} is not set "
+                f"(profile {profile.id!r})"
+            )
+    client = openai.OpenAI(
+        api_key=api_key,
+        base_url=profile.client.base_url,
+        timeout=profile.client.timeout_s,
+        max_retries=profile.client.max_retries,
+        http_client=http_client,
+    )
+    return REGISTRY.create(profile.runtime.adapter_id, client=client, profile=profile)
+
+
+def _describe(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False, include_input=False)[0]
+    field = ".".join(str(part) for part in error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown field"
+    return f"{field}: {message}" if field else message
