@@ -1,0 +1,67 @@
+"""The `satchel` command: help, version, the adapter listing, benchmark lookup."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from satchel import __version__
+from satchel.cli import app
+
+runner = CliRunner()
+
+
+def test_help_lists_the_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "providers" in result.output
+    assert "bench" in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"satchel {__version__}"
+
+
+def test_providers_lists_every_adapter_with_its_descriptor() -> None:
+    result = runner.invoke(app, ["providers"], env={"COLUMNS": "60"})
+    assert result.exit_code == 0
+    for adapter_id in ("openai.chat_completions.v1", "open_source.chat_completions.v1"):
+        assert adapter_id in result.output
+    for label in ("provider", "API surface", "implementation", "strategies", "review status"):
+        assert label in result.output
+
+
+def test_providers_json_has_the_descriptor_fields() -> None:
+    result = runner.invoke(app, ["providers", "--json"])
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert {row["adapter_id"] for row in rows} == {
+        "openai.chat_completions.v1",
+        "open_source.chat_completions.v1",
+    }
+    for row in rows:
+        assert set(row) >= {
+            "provider",
+            "api_surface",
+            "implementation_path",
+            "version",
+            "strategies",
+            "review_status",
+        }
+
+
+def test_unknown_benchmark_is_refused_with_the_known_names() -> None:
+    result = runner.invoke(app, ["bench", "no-such-benchmark"])
+    assert result.exit_code == 2
+    assert "unknown benchmark" in result.output
+
+
+def test_module_entry_point_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "satchel", "--version"], capture_output=True, text=True, check=True
+    )
+    assert __version__ in done.stdout
