@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,9 @@ from satchel.turns import (
 from satchel.turns.diagnostics import Diagnostics
 
 FORBIDDEN_REQUEST_KEYS = ("messages", "tools", "tool_choice", "functions", "function_call")
+SDK_REQUEST_KEYS = frozenset(
+    inspect.signature(openai.resources.chat.Completions.create).parameters
+) - {"self"}
 
 
 class ChatCompletionsAdapter:
@@ -63,6 +67,12 @@ class ChatCompletionsAdapter:
                     f"request.{key}: not allowed; {cls.descriptor.adapter_id} "
                     "builds messages itself and answers in plain text"
                 )
+        unknown = sorted(set(request) - SDK_REQUEST_KEYS)
+        if unknown:
+            raise ConfigurationError(
+                f"request.{unknown[0]}: not a Chat Completions setting the openai SDK sends "
+                "(use extra_body for server-specific fields)"
+            )
         if request.get("n", 1) != 1:
             raise ConfigurationError("request.n: must be 1 (one answer per turn)")
         settings = dict(request)

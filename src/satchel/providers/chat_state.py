@@ -113,7 +113,7 @@ def committed(
     """The provisional state after `answer`: the window, this turn's inputs and the answer."""
     preamble: list[Message] = state.payload["preamble"]
     turn_inputs = list(inputs)
-    if not window.messages and not preamble:
+    if not state.accepted_turns and not state.payload["messages"] and not preamble:
         lead = 0
         while lead < len(turn_inputs) and turn_inputs[lead]["role"] == "system":
             lead += 1

@@ -92,10 +92,14 @@ class Profile(_Section):
         return Pricing(self.pricing.input_per_million, self.pricing.output_per_million)
 
     def output_limit(self) -> int | None:
-        for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-            value = self.request.get(key)
-            if isinstance(value, int):
-                return value
+        """The request's output limit; a present but non-positive value is refused."""
+        for key in ("max_completion_tokens", "max_tokens"):
+            if key not in self.request:
+                continue
+            value = self.request[key]
+            if type(value) is not int or value <= 0:
+                raise _FieldError(f"request.{key}", f"expected a positive integer, got {value!r}")
+            return value
         return None
 
 

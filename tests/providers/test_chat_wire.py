@@ -1,0 +1,284 @@
+"""Chat Completions wire handling through the SDK: error classification, diagnostics, usage."""
+
+from __future__ import annotations
+
+import json
+import traceback
+
+import httpx
+import pytest
+from provider_kit import ENV, OPEN, ROLLING, action, adapter, profile, run_once, session, user
+
+from chatwire import Answer, ChatServer, Failure
+from satchel.providers import build_adapter
+from satchel.turns import (
+    AttemptError,
+    ContextOverflowError,
+    Diagnostics,
+    FatalAttemptError,
+    RecordsWriter,
+    TransientError,
+    TurnFailed,
+    Usage,
+)
+
+STREAM = pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+PROFILES = pytest.mark.parametrize("profile_id", [ROLLING, OPEN], ids=["rolling", "open"])
+CANARY = "CANARY-provider-message-9f2c41"
+VLLM_OVERFLOW = (
+    "This model's maximum context length is 32768 tokens. However, you requested 40960 "
+    f"tokens (8192 in the messages, 32768 in the completion). {CANARY}"
+)
+
+CLASSIFIED = [
+    pytest.param(
+        Failure(400, CANARY, "invalid_request_error", "context_length_exceeded", "req_a1"),
+        ContextOverflowError,
+        "BadRequestError",
+        "invalid_request_error",
+        id="400-context_length_exceeded",
+    ),
+    pytest.param(
+        Failure(400, VLLM_OVERFLOW, "BadRequestError", 400, "req_a1"),  # type: ignore[arg-type]
+        ContextOverflowError,
+        "BadRequestError",
+        None,
+        id="400-vllm-maximum-context-length",
+    ),
+    pytest.param(
+        Failure(429, CANARY, "rate_limit_exceeded", None, "req_a1"),
+        TransientError,
+        "RateLimitError",
+        "rate_limit_exceeded",
+        id="429",
+    ),
+    pytest.param(
+        Failure(500, CANARY, "server_error", None, "req_a1"),
+        TransientError,
+        "InternalServerError",
+        "server_error",
+        id="500",
+    ),
+    pytest.param(
+        Failure(503, CANARY, "service_unavailable", None, "req_a1"),
+        TransientError,
+        "InternalServerError",
+        "service_unavailable",
+        id="503",
+    ),
+    pytest.param(
+        Failure(401, CANARY, "authentication_error", "invalid_api_key", "req_a1"),
+        FatalAttemptError,
+        "AuthenticationError",
+        "authentication_error",
+        id="401",
+    ),
+    pytest.param(
+        Failure(403, CANARY, "permission_denied", None, "req_a1"),
+        FatalAttemptError,
+        "PermissionDeniedError",
+        "permission_denied",
+        id="403",
+    ),
+    pytest.param(
+        Failure(404, CANARY, "not_found_error", "model_not_found", "req_a1"),
+        FatalAttemptError,
+        "NotFoundError",
+        "not_found_error",
+        id="404",
+    ),
+    pytest.param(
+        Failure(400, f"Unsupported value: temperature. {CANARY}", "invalid_request_error"),
+        FatalAttemptError,
+        "BadRequestError",
+        "invalid_request_error",
+        id="400-other",
+    ),
+]
+
+
+def failing(failure: Failure, stream: bool, profile_id: str = OPEN) -> AttemptError:
+    server = ChatServer(failure)
+    with pytest.raises(AttemptError) as caught:
+        run_once(adapter(profile(profile_id, stream=stream), server), [user("frame 1")])
+    return caught.value
+
+
+def assert_no_canary(error: BaseException) -> None:
+    assert CANARY not in str(error)
+    assert CANARY not in repr(error)
+    assert CANARY not in "".join(traceback.format_exception(error))
+    assert isinstance(error, AttemptError)
+    assert error.diagnostics is not None
+    assert CANARY not in json.dumps(error.diagnostics.to_dict())
+
+
+@STREAM
+@PROFILES
+@pytest.mark.parametrize(("failure", "error", "exception_class", "error_type"), CLASSIFIED)
+def test_http_errors_are_classified_with_allowlisted_diagnostics(
+    stream: bool,
+    profile_id: str,
+    failure: Failure,
+    error: type[AttemptError],
+    exception_class: str,
+    error_type: str | None,
+) -> None:
+    caught = failing(failure, stream, profile_id)
+
+    assert type(caught) is error
+    assert caught.diagnostics == Diagnostics(
+        exception_class=exception_class,
+        provider_error_type=error_type,
+        http_status=failure.status,
+        request_id=failure.request_id,
+    )
+    assert caught.retryable is (error is TransientError)
+    assert_no_canary(caught)
+
+
+@pytest.mark.parametrize(
+    "error_type",
+    ["Invalid Request", "server error", "server_error\n", "Server_error", "x" * 81, "9_error"],
+)
+def test_a_malformed_provider_error_type_is_dropped(error_type: str) -> None:
+    caught = failing(Failure(500, CANARY, error_type, None, "req_ok"), stream=False)
+    assert type(caught) is TransientError
+    assert caught.diagnostics is not None
+    assert caught.diagnostics.provider_error_type is None
+    assert caught.diagnostics.request_id == "req_ok"
+    assert caught.diagnostics.http_status == 500
+    assert_no_canary(caught)
+
+
+def test_the_longest_allowed_provider_error_type_is_kept() -> None:
+    error_type = "e" + "_" * 79
+    caught = failing(Failure(500, CANARY, error_type), stream=False)
+    assert caught.diagnostics is not None
+    assert caught.diagnostics.provider_error_type == error_type
+
+
+def test_a_malformed_request_id_is_dropped() -> None:
+    caught = failing(Failure(503, CANARY, "server_error", None, "req id; drop"), stream=True)
+    assert caught.diagnostics is not None
+    assert caught.diagnostics.request_id is None
+    assert caught.diagnostics.provider_error_type == "server_error"
+
+
+@pytest.mark.parametrize(
+    ("raised", "exception_class"),
+    [
+        (httpx.ConnectError("connection refused"), "APIConnectionError"),
+        (httpx.ReadTimeout("timed out"), "APITimeoutError"),
+    ],
+    ids=["connect", "timeout"],
+)
+@STREAM
+def test_unreachable_provider_is_transient(
+    stream: bool, raised: Exception, exception_class: str
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise raised
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    adapt = build_adapter(profile(OPEN, stream=stream), http_client=client, env=ENV)
+    with pytest.raises(TransientError) as caught:
+        run_once(adapt, [user("frame 1")])
+    assert caught.value.diagnostics == Diagnostics(exception_class=exception_class)
+
+
+@STREAM
+@PROFILES
+def test_usage_is_normalized(stream: bool, profile_id: str) -> None:
+    server = ChatServer(
+        Answer(
+            "ACTION1",
+            prompt_tokens=1200,
+            completion_tokens=300,
+            cached_tokens=1000,
+            reasoning_tokens=250,
+        )
+    )
+    result = run_once(adapter(profile(profile_id, stream=stream), server), [user("frame 1")])
+    assert result.usage == Usage(
+        input_tokens=1200,
+        output_tokens=300,
+        total_tokens=1500,
+        reasoning_tokens=250,
+        cache_read_tokens=1000,
+        cache_write_tokens=0,
+        cost=None,
+        requests=1,
+    )
+
+
+@STREAM
+def test_failed_attempt_usage_is_billed_to_the_accepted_turn(stream: bool) -> None:
+    server = ChatServer(
+        Answer("ACTION cut", finish_reason="length", prompt_tokens=100, completion_tokens=50),
+        Answer("ACTION1", prompt_tokens=100, completion_tokens=20),
+    )
+    run = session(profile(OPEN, stream=stream), server)
+    accepted = run.turn([user("frame 1")], action)
+    expected = Usage(input_tokens=200, output_tokens=70, total_tokens=270, requests=2)
+    assert accepted.usage == expected
+    assert run.total_usage == expected
+
+
+def test_transient_errors_are_retried_with_backoff() -> None:
+    server = ChatServer(
+        Failure(429, CANARY, "rate_limit_exceeded"),
+        Failure(503, CANARY, "server_error"),
+        Answer("ACTION1"),
+    )
+    sleeps: list[float] = []
+    run = session(profile(ROLLING), server, sleep=sleeps.append)
+    accepted = run.turn([user("frame 1")], action)
+
+    assert accepted.attempts == 3
+    assert [f.kind for f in accepted.failures] == ["transient", "transient"]
+    assert [f.diagnostics["http_status"] for f in accepted.failures] == [429, 503]
+    assert sleeps == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [
+        (Failure(401, CANARY, "authentication_error"), FatalAttemptError),
+        (Failure(400, CANARY, None, "context_length_exceeded"), ContextOverflowError),
+    ],
+    ids=["fatal", "overflow-without-compactor"],
+)
+def test_final_errors_end_the_turn_at_once(failure: Failure, error: type[AttemptError]) -> None:
+    server = ChatServer(failure, Answer("ACTION1"))
+    run = session(profile(OPEN), server)
+    with pytest.raises(TurnFailed) as caught:
+        run.turn([user("frame 1")], action)
+    assert caught.value.attempts == 1
+    assert type(caught.value.last_error) is error
+    assert len(server.requests) == 1
+    assert CANARY not in "".join(traceback.format_exception(caught.value))
+
+
+def test_records_carry_diagnostics_but_no_provider_message_or_key(tmp_path) -> None:
+    server = ChatServer(Failure(500, CANARY, "server_error", None, "req_rec"), Answer("ACTION1"))
+    run = session(profile(ROLLING), server, records=RecordsWriter(tmp_path))
+    run.turn([user("frame 1")], action)
+
+    step = json.loads((tmp_path / "step_001.json").read_text(encoding="utf-8"))
+    assert step["retries"] == [
+        {
+            "attempt": 1,
+            "kind": "transient",
+            "diagnostics": {
+                "exception_class": "InternalServerError",
+                "provider_error_type": "server_error",
+                "http_status": 500,
+                "request_id": "req_rec",
+            },
+        }
+    ]
+    for path in tmp_path.iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert CANARY not in text
+        assert ENV["OPENAI_API_KEY"] not in text
