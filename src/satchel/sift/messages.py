@@ -1,0 +1,102 @@
+"""Reading plain OpenAI-style messages (text, images, tool calls, size) without changing them.
+
+A message is a dict with a `role` (system, developer, user, assistant or tool) and a `content` that
+is a string or a list of parts (`{"type": "text", ...}`, `{"type": "image_url", ...}`).
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from math import ceil
+from typing import Any
+
+Message = dict[str, Any]
+"""One OpenAI-style chat message."""
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text; plugged into a sift in place of the estimate."""
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+IMAGE_CHARS = 3500
+"""An image part counts as this many characters (1,000 tokens by the estimate)."""
+IMAGE_TOKENS = 1000
+MESSAGE_OVERHEAD_TOKENS = 4
+CHARS_PER_TOKEN = 3.5
+
+
+def content_text(content: object) -> str:
+    """The text of a message content: the string itself, or its text parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text"
+        ]
+        return "\n".join(texts)
+    return ""
+
+
+def image_parts(content: object) -> list[Mapping[str, Any]]:
+    """The image parts of a message content, in order."""
+    if isinstance(content, str) or not isinstance(content, Sequence):
+        return []
+    return [
+        part
+        for part in content
+        if isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
+    ]
+
+
+def tool_calls(message: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """The tool calls of an assistant message (empty when it has none)."""
+    calls = message.get("tool_calls")
+    return calls if isinstance(calls, Sequence) and not isinstance(calls, str) else ()
+
+
+def call_name(call: Mapping[str, Any]) -> str:
+    """The tool name of one tool call."""
+    function = call.get("function")
+    return str(function.get("name", "")) if isinstance(function, Mapping) else ""
+
+
+def call_arguments(call: Mapping[str, Any]) -> str:
+    """The arguments of one tool call, as the JSON text the model wrote."""
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        return ""
+    arguments = function.get("arguments", "")
+    return arguments if isinstance(arguments, str) else str(arguments)
+
+
+def message_chars(message: Mapping[str, Any]) -> int:
+    """The size of a message in characters: text, tool calls, and a fixed size per image."""
+    content = message.get("content")
+    if isinstance(content, str):
+        chars = len(content)
+    else:
+        chars = len(content_text(content)) + IMAGE_CHARS * len(image_parts(content))
+    for call in tool_calls(message):
+        chars += len(call_name(call)) + len(call_arguments(call))
+    return chars
+
+
+def estimate_tokens(message: Mapping[str, Any]) -> int:
+    """The fallback token estimate of a message: `ceil(chars / 3.5) + 4`."""
+    return ceil(message_chars(message) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+
+
+def count_tokens(message: Mapping[str, Any], counter: TokenCounter) -> int:
+    """The tokens of a message by a plugged-in counter, plus the per-message overhead."""
+    content = message.get("content")
+    parts = [content_text(content)]
+    for call in tool_calls(message):
+        parts.append(call_name(call))
+        parts.append(call_arguments(call))
+    images = len(image_parts(content))
+    return counter("\n".join(parts)) + IMAGE_TOKENS * images + MESSAGE_OVERHEAD_TOKENS
+
+
+def text_tokens(text: str, counter: TokenCounter | None) -> int:
+    """The tokens of a bare text (such as tool definitions) by the counter or the estimate."""
+    return counter(text) if counter is not None else ceil(len(text) / CHARS_PER_TOKEN)

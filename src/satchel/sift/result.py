@@ -1,0 +1,26 @@
+"""What one sift returns: the messages to send and what the sift did to get them."""
+
+from dataclasses import dataclass
+
+from satchel.sift.events import TrimEvent
+from satchel.sift.messages import Message
+
+
+@dataclass(frozen=True, slots=True)
+class SiftResult:
+    """The request for one model call."""
+
+    messages: list[Message]
+    """The messages to send: the stored history's own message objects where unchanged, receipts
+    and bounded results in their places, and the per-call note last."""
+    sources: tuple[int | None, ...]
+    """History index behind each message (a receipt points at its step's assistant message; the
+    note has None)."""
+    events: tuple[TrimEvent, ...]
+    tokens: int
+    """The whole request's size in tokens, tool definitions counted."""
+    previous_end: int | None
+    """Index of the message where the previous request ended (before its note) when this request
+    extends it unchanged; None after a trim, a compaction or on the first call."""
+    note: bool
+    """Whether the last message is a per-call note."""

@@ -1,0 +1,73 @@
+"""The sift's settings and their defaults; every size is in tokens (the counter or the estimate)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from satchel.sift.tools import ARTIFACT_TOOL_NAMES
+
+
+@dataclass(frozen=True)
+class SiftSettings:
+    """How a sift sizes, evicts, bounds and cuts."""
+
+    budget: int
+    """Tokens for the system prompt plus the messages; eviction batches keep to it."""
+    window: int | None = None
+    """The model's context window in tokens; None turns the overflow net off."""
+    output_reserve: int = 0
+    """Tokens of the window kept free for the answer; the rest is the usable window."""
+    bounded_chars: int = 8000
+    """A bounded result shows at most this many characters."""
+    summary_chars: int = 320
+    """A receipt line's summary of a result is at most this long."""
+    target_fraction: float = 0.5
+    min_batch_fraction: float = 0.25
+    slack_fraction: float = 0.10
+    min_message_budget_fraction: float = 0.25
+    overflow_fraction: float = 0.8
+    """The net cuts when the whole request passes this share of the usable window."""
+    overflow_target_fraction: float = 0.7
+    """A cut brings the whole request down to this share of the usable window."""
+    max_messages: int | None = None
+    """The net also cuts when the request holds more messages than this."""
+    read_targets: Mapping[str, str] = field(default_factory=dict)
+    """Read tools and the argument naming what they read (`{"read_file": "path"}`): the newest
+    read of each target stays inline."""
+    retrieval_tools: frozenset[str] = ARTIFACT_TOOL_NAMES
+    """Tools whose results are never bounded or stored as artifacts."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read_targets", MappingProxyType(dict(self.read_targets)))
+        object.__setattr__(self, "retrieval_tools", frozenset(self.retrieval_tools))
+        if self.budget < 0:
+            raise ValueError(f"budget must be at least 0, not {self.budget}")
+        for name in (
+            "target_fraction",
+            "min_batch_fraction",
+            "slack_fraction",
+            "min_message_budget_fraction",
+            "overflow_fraction",
+            "overflow_target_fraction",
+        ):
+            value = getattr(self, name)
+            if not 0 <= value <= 1:
+                raise ValueError(f"{name} must be between 0 and 1, not {value}")
+        if self.overflow_target_fraction > self.overflow_fraction:
+            raise ValueError(
+                f"overflow_target_fraction ({self.overflow_target_fraction}) must not exceed "
+                f"overflow_fraction ({self.overflow_fraction})"
+            )
+        if self.bounded_chars < 400 or self.summary_chars < 20:
+            raise ValueError("bounded_chars must be at least 400 and summary_chars at least 20")
+        if self.window is not None and self.window <= self.output_reserve:
+            raise ValueError(
+                f"window ({self.window}) must be larger than output_reserve ({self.output_reserve})"
+            )
+        if self.max_messages is not None and self.max_messages < 1:
+            raise ValueError(f"max_messages must be at least 1, not {self.max_messages}")
+
+    @property
+    def usable_window(self) -> int | None:
+        """The window less the output reserve, or None without a window."""
+        return None if self.window is None else self.window - self.output_reserve

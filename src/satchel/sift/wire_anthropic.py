@@ -1,0 +1,154 @@
+"""Anthropic Messages request fields from sifted messages: consecutive same-role entries merged so
+roles alternate (a note after tool results joins their user entry, last), and at most four cache
+breakpoints: tools, system, where the previous request ended, and the last stored message."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from satchel.sift.canonical import tool_input
+from satchel.sift.messages import (
+    Message,
+    call_arguments,
+    call_name,
+    content_text,
+    image_parts,
+    tool_calls,
+)
+from satchel.sift.result import SiftResult
+from satchel.sift.transcript import SYSTEM_ROLES
+
+Block = dict[str, Any]
+
+
+def cache_breakpoint() -> dict[str, str]:
+    """The `cache_control` value of a breakpoint."""
+    return {"type": "ephemeral"}
+
+
+def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tool definitions in Anthropic's shape and name order; OpenAI function tools are converted."""
+    converted: list[dict[str, Any]] = []
+    for tool in tools:
+        function = tool.get("function")
+        if isinstance(function, Mapping):
+            entry: dict[str, Any] = {"name": function["name"]}
+            if function.get("description"):
+                entry["description"] = function["description"]
+            entry["input_schema"] = function.get("parameters") or {"type": "object"}
+            converted.append(entry)
+        else:
+            converted.append(dict(tool))
+    return sorted(converted, key=lambda entry: str(entry["name"]))
+
+
+def anthropic_request(
+    request: SiftResult | Sequence[Message],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    previous_end: int | None = None,
+    note: bool = False,
+) -> dict[str, Any]:
+    """Keyword arguments for `client.messages.create(model=..., max_tokens=..., **request)`.
+
+    Given a `SiftResult`, its `previous_end` and `note` are used.
+    """
+    if isinstance(request, SiftResult):
+        messages: Sequence[Message] = request.messages
+        previous_end, note = request.previous_end, request.note
+    else:
+        messages = request
+    ends: tuple[int | None, ...] = (previous_end, len(messages) - 1 - int(note))
+    start = 0
+    system: list[Block] = []
+    while start < len(messages) and messages[start].get("role") in SYSTEM_ROLES:
+        text = content_text(messages[start].get("content"))
+        if text:
+            system.append({"type": "text", "text": text})
+        start += 1
+    entries: list[dict[str, Any]] = []
+    last_block: dict[int, Block] = {}
+    latest: Block | None = None
+    for index in range(start, len(messages)):
+        message = messages[index]
+        role, blocks = _blocks(message)
+        if blocks:
+            if entries and entries[-1]["role"] == role:
+                entries[-1]["content"].extend(blocks)
+            else:
+                entries.append({"role": role, "content": blocks})
+            latest = blocks[-1]
+        if latest is not None:
+            last_block[index] = latest
+
+    fields: dict[str, Any] = {}
+    if system:
+        system[-1]["cache_control"] = cache_breakpoint()
+        fields["system"] = system
+    fields["messages"] = entries
+    for end in ends:
+        if end is not None and end in last_block:
+            last_block[end]["cache_control"] = cache_breakpoint()
+    if tools:
+        converted = anthropic_tools(tools)
+        converted[-1]["cache_control"] = cache_breakpoint()
+        fields["tools"] = converted
+    return fields
+
+
+def _blocks(message: Message) -> tuple[str, list[Block]]:
+    role = message.get("role")
+    if role == "assistant":
+        blocks = _content_blocks(message.get("content"))
+        for call in tool_calls(message):
+            call_id = str(call.get("id"))
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call_id,
+                    "name": call_name(call),
+                    "input": tool_input(call_arguments(call), call_id),
+                }
+            )
+        return "assistant", blocks
+    if role == "tool":
+        block: Block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id")}
+        content = _content_blocks(message.get("content"))
+        if content:
+            block["content"] = content
+        if message.get("is_error") is True:
+            block["is_error"] = True
+        return "user", [block]
+    return "user", _content_blocks(message.get("content"))
+
+
+def _content_blocks(content: object) -> list[Block]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[Block] = []
+    if not isinstance(content, Sequence):
+        return blocks
+    images = {id(part) for part in image_parts(content)}
+    for part in content:
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("type") == "text" and part.get("text"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif id(part) in images:
+            blocks.append(_image_block(part))
+    return blocks
+
+
+def _image_block(part: Mapping[str, Any]) -> Block:
+    if part.get("type") == "image":
+        return dict(part)
+    url = part.get("image_url")
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    url = str(url)
+    if url.startswith("data:") and ";base64," in url:
+        media_type, _, data = url[len("data:") :].partition(";base64,")
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
