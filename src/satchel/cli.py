@@ -6,13 +6,16 @@ import json
 import runpy
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from satchel import __version__
+
+if TYPE_CHECKING:
+    from satchel.memory.config import MemorySettings
 
 app = typer.Typer(
     help="satchel: what an LLM agent carries from one model call to the next.",
@@ -63,6 +66,108 @@ def providers(
         table.add_row("review status", d.review_status)
         console.print(f"[bold]{d.adapter_id}[/bold]", soft_wrap=True)
         console.print(table, "")
+
+
+tokens_app = typer.Typer(help="Create, list and revoke bearer tokens of the memory deployment.")
+app.add_typer(tokens_app, name="tokens")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Where the embedded database lives (default: SATCHEL_DATA_DIR or "
+        "~/.local/share/satchel). Ignored when SATCHEL_DATABASE_URL is set.",
+    ),
+]
+
+
+def _memory_settings(data_dir: Path | None) -> MemorySettings:
+    from satchel.memory.config import MemorySettings
+
+    return MemorySettings.from_env(data_dir=data_dir)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    data_dir: DataDir = None,
+    role: Annotated[str, typer.Option(help="all | api | worker")] = "all",
+) -> None:
+    """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set)."""
+    from satchel.memory.server import serve as run
+
+    if role not in ("all", "api", "worker"):
+        console.print(f"[red]--role must be all, api or worker, not {role!r}[/red]")
+        raise typer.Exit(2)
+    if role == "worker":
+        console.print("[red]this version has no formation worker; use --role all or api[/red]")
+        raise typer.Exit(2)
+    run(_memory_settings(data_dir), host, port, announce=console.print)
+
+
+@tokens_app.command("create")
+def tokens_create(
+    project: Annotated[str, typer.Option(help="The project the token opens.")],
+    read_only: Annotated[bool, typer.Option("--read-only", help="Reads only.")] = False,
+    name: Annotated[str, typer.Option(help="A label for the token.")] = "",
+    data_dir: DataDir = None,
+) -> None:
+    """Create a token and print it once (only its digest is stored)."""
+    from satchel.memory.server import database
+    from satchel.memory.tokens import create_token
+
+    with database(_memory_settings(data_dir)) as url:
+        try:
+            token = create_token(url, project, read_only=read_only, name=name)
+        except ValueError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+    typer.echo(token)
+
+
+@tokens_app.command("list")
+def tokens_list(
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List tokens by prefix (the tokens themselves are never stored)."""
+    from satchel.memory.server import database
+    from satchel.memory.tokens import list_tokens
+
+    with database(_memory_settings(data_dir)) as url:
+        rows = list_tokens(url, project)
+    table = Table()
+    for column in ("project", "prefix", "access", "name", "created", "revoked", "id"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row.project,
+            row.prefix,
+            row.access,
+            row.name,
+            row.created_at.isoformat(timespec="seconds"),
+            row.revoked_at.isoformat(timespec="seconds") if row.revoked_at else "",
+            str(row.id),
+        )
+    console.print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    token: Annotated[str, typer.Argument(help="The token, its id, or its 12-character prefix.")],
+    data_dir: DataDir = None,
+) -> None:
+    """Revoke a token at once."""
+    from satchel.memory.server import database
+    from satchel.memory.tokens import revoke_token
+
+    with database(_memory_settings(data_dir)) as url:
+        count = revoke_token(url, token)
+    if not count:
+        console.print("[red]no active token matches[/red]")
+        raise typer.Exit(1)
+    console.print(f"revoked {count} token(s)")
 
 
 def _benchmark_dirs() -> list[Path]:

@@ -1,0 +1,4 @@
+"""The memory deployment: a taisce-v1-compatible HTTP service on PostgreSQL.
+
+It imports nothing else of satchel, so it stays deployable on its own.
+"""

@@ -1,0 +1,116 @@
+"""Who is asking and whether they may: bearer authentication, fair admission, access."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import Request
+from psycopg_pool import AsyncConnectionPool
+
+from satchel.memory.api.errors import ApiError
+from satchel.memory.api.strict import Access
+from satchel.memory.tokens import TOKEN_PREFIX, token_digest
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The project and credential a request acts for."""
+
+    project_id: int
+    project: str
+    token_id: uuid.UUID
+    read_only: bool
+
+
+def unauthenticated() -> ApiError:
+    return ApiError(401, "unauthenticated", "a credential is required")
+
+
+def bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    if len(header) <= 7 or header[:7].lower() != "bearer ":
+        raise unauthenticated()
+    token = header[7:].strip()
+    if not token.startswith(TOKEN_PREFIX):
+        raise unauthenticated()
+    return token
+
+
+class Admission:
+    """Refuses at once (429) rather than queueing: per process, per project, per token."""
+
+    def __init__(self, work: int, project: int, token: int) -> None:
+        self.limits = (work, project, token)
+        self.work = 0
+        self.projects: Counter[int] = Counter()
+        self.tokens: Counter[uuid.UUID] = Counter()
+
+    def acquire(self, grant: Grant) -> Callable[[], None]:
+        work, project, token = self.limits
+        if (
+            self.work >= work
+            or self.projects[grant.project_id] >= project
+            or self.tokens[grant.token_id] >= token
+        ):
+            raise ApiError(
+                429,
+                "rate_limited",
+                "request capacity is busy; retry with backoff and the same idempotency key",
+                {"Retry-After": "1"},
+            )
+        self.work += 1
+        self.projects[grant.project_id] += 1
+        self.tokens[grant.token_id] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self.work -= 1
+            self.projects[grant.project_id] -= 1
+            self.tokens[grant.token_id] -= 1
+            if not self.projects[grant.project_id]:
+                del self.projects[grant.project_id]
+            if not self.tokens[grant.token_id]:
+                del self.tokens[grant.token_id]
+
+        return release
+
+
+class Gate:
+    """Authenticate, admit, check access; store the grant on `request.state.grant`."""
+
+    def __init__(self, pool: AsyncConnectionPool, admission: Admission) -> None:
+        self.pool = pool
+        self.admission = admission
+
+    async def __call__(self, request: Request, access: Access) -> Callable[[], None]:
+        token = bearer(request)
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT p.id, p.name, t.id, t.access FROM tokens t "
+                "JOIN projects p ON p.id = t.project_id "
+                "WHERE t.digest = %s AND t.revoked_at IS NULL AND p.suspended_at IS NULL",
+                (token_digest(token),),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise unauthenticated()
+        grant = Grant(row[0], row[1], row[2], row[3] == "read_only")
+        release = self.admission.acquire(grant)
+        if access == "write" and grant.read_only:
+            release()
+            raise ApiError(403, "forbidden", "the credential does not permit this operation")
+        request.state.grant = grant
+        return release
+
+
+def current_grant(request: Request) -> Grant:
+    """FastAPI dependency: the grant the gate established."""
+    grant: Grant = request.state.grant
+    return grant

@@ -1,0 +1,1 @@
+"""Durable state of the memory deployment: PostgreSQL, its migrations, the embedded server."""

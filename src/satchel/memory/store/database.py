@@ -1,0 +1,56 @@
+"""The connection pool and the numbered SQL migrations, applied under an advisory lock."""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+log = logging.getLogger("satchel.memory")
+
+MIGRATION_LOCK = 7_301_918_114  # pg_advisory_lock key held while migrating
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """The shipped migrations as (version, name, sql), in order."""
+    found = []
+    for entry in resources.files("satchel.memory.store.migrations").iterdir():
+        name = entry.name
+        if name.endswith(".sql"):
+            found.append((int(name.split("_", 1)[0]), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate(url: str) -> list[str]:
+    """Apply pending migrations; several processes may call this at once. Returns what ran."""
+    applied: list[str] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version integer PRIMARY KEY, name text NOT NULL, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, name, sql in migrations():
+                if version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(sql.encode())
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+                applied.append(name)
+                log.info("applied migration %s", name)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    return applied
+
+
+def open_pool(url: str, size: int) -> AsyncConnectionPool:
+    """An async pool (not yet opened) of `size` connections."""
+    return AsyncConnectionPool(url, min_size=min(2, size), max_size=size, open=False)

@@ -1,0 +1,77 @@
+"""Fixtures of the memory tests: a real PostgreSQL (embedded, or SATCHEL_DATABASE_URL), one fresh
+database per test cloned from a migrated template, and the real service on a loopback port."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from memory_kit import LiveServer, with_database
+
+from satchel.memory.config import MemorySettings
+from satchel.memory.store.database import migrate
+from satchel.memory.store.embedded import start_embedded
+
+TEMPLATE = "satchel_test_template"
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server to create test databases on, with a migrated template database."""
+    import os
+
+    external = os.environ.get("SATCHEL_DATABASE_URL")
+    embedded = None
+    if external:
+        url = external
+    else:
+        embedded = start_embedded(Path(tmp_path_factory.mktemp("pg")))
+        url = embedded.url
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    migrate(with_database(url, TEMPLATE))
+    try:
+        yield url
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+        if embedded is not None:
+            embedded.stop()
+
+
+@pytest.fixture
+def db_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    name = f"satchel_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    try:
+        yield with_database(pg_admin_url, name)
+    finally:
+        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def memory_settings() -> MemorySettings:
+    return MemorySettings()
+
+
+@pytest.fixture
+def live_server(db_url: str, memory_settings: MemorySettings) -> Iterator[LiveServer]:
+    server = LiveServer(db_url, memory_settings)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def token(live_server: LiveServer) -> Callable[..., str]:
+    """`token(project="alpha", read_only=False)` makes a bearer token on the live server."""
+    return live_server.token

@@ -1,0 +1,54 @@
+"""Helpers of the memory tests: the live service on a loopback port, database URLs."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+from psycopg import conninfo
+
+from satchel.memory.api.app import create_app
+from satchel.memory.config import MemorySettings
+from satchel.memory.tokens import create_token
+
+
+def with_database(url: str, name: str) -> str:
+    return conninfo.make_conninfo(url, dbname=name)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LiveServer:
+    """The real service over HTTP on 127.0.0.1, in a background thread."""
+
+    def __init__(self, url: str, settings: MemorySettings) -> None:
+        self.database_url = url
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            create_app(url, settings), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the memory service did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def token(self, project: str = "alpha", *, read_only: bool = False) -> str:
+        return create_token(self.database_url, project, read_only=read_only)
