@@ -21,6 +21,7 @@ from satchel.turns import (
     ConfigurationError,
     ContextOverflowError,
     RuntimeState,
+    StateError,
     SummaryCompactionAdapter,
     TransientError,
     UnwoundTurn,
@@ -137,7 +138,12 @@ class HarnessSummaryCompactor:
                 continue
             bridge = BRIDGE_TEMPLATE.format(summary=reply.text)
             rebuilt = self.adapter.rebuild(candidate, bridge, tail)
-            self.adapter.check_state(rebuilt)
+            try:
+                self.adapter.check_state(rebuilt)
+            except StateError as exc:
+                raise CompactionFailed(
+                    f"the rebuilt state is invalid ({exc})", usage=usage
+                ) from exc
             size = state_tokens(rebuilt)
             if size >= self.limits.trigger_tokens:
                 raise CompactionFailed(
@@ -151,6 +157,8 @@ class HarnessSummaryCompactor:
                 "overflow_recoveries": len(tail),
                 "excluded_turns": len(tail),
                 "excluded_items": sum(len(turn.items) for turn in tail),
+                "items_before": self.adapter.native_items(state),
+                "items_after": self.adapter.native_items(rebuilt),
                 "turns_before": len(state.accepted_turns),
                 "turns_summarized": len(candidate.accepted_turns),
                 "turns_after": len(rebuilt.accepted_turns),

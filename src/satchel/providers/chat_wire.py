@@ -50,7 +50,12 @@ class ChatReply:
 
 
 def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
-    """Send `body` (streamed when `body["stream"]`), and return the accumulated answer."""
+    """Send `body` (streamed when `body["stream"]`), and return the accumulated answer.
+
+    Errors are raised outside the SDK exception's handler, so no provider message travels along
+    as their context.
+    """
+    error: AttemptError
     try:
         if body.get("stream"):
             stream = client.chat.completions.create(**body)
@@ -59,12 +64,14 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
             return reply
         completion = client.chat.completions.create(**body)
     except openai.APIStatusError as exc:
-        raise classify_status_error(exc) from None
+        error = classify_status_error(exc)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-        raise TransientError(
+        error = TransientError(
             "the provider could not be reached", diagnostics=Diagnostics.build(type(exc).__name__)
-        ) from None
-    return _from_completion(completion)
+        )
+    else:
+        return _from_completion(completion)
+    raise error
 
 
 def _from_completion(completion: Any) -> ChatReply:
@@ -109,11 +116,15 @@ def _accumulate(reply: ChatReply, stream: Iterable[Any]) -> None:
                 if choice.finish_reason:
                     reply.finish_reason = choice.finish_reason
     except (openai.APIError, httpx.HTTPError) as exc:
+        broken: str | None = type(exc).__name__
+    else:
+        broken = None
+    if broken is not None:
         raise InterruptedStreamError(
             "the stream broke before the answer completed",
             usage=reply.usage,
-            diagnostics=Diagnostics.build(type(exc).__name__, request_id=reply.request_id),
-        ) from None
+            diagnostics=Diagnostics.build(broken, request_id=reply.request_id),
+        )
     reply.text = "".join(text)
     reply.refusal = "".join(refusal) or None
     if reply.finish_reason is None:

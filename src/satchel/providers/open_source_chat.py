@@ -70,6 +70,9 @@ class OpenSourceChatAdapter(ChatCompletionsAdapter):
         text, _ = super().accept_reply(reply)
         return text, values.pop() if values else None
 
+    def native_items(self, state: RuntimeState) -> int:
+        return len(state.payload["messages"])
+
     def summarize(self, state: RuntimeState, prompt: str) -> SummaryReply:
         payload = state.payload
         messages = [*payload["preamble"], *payload["messages"], {"role": "user", "content": prompt}]

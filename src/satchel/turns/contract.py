@@ -157,6 +157,10 @@ class SummaryReply:
 class SummaryCompactionAdapter(ProviderAdapter, Protocol):
     """The optional harness-summary capability of an adapter without native compaction."""
 
+    def native_items(self, state: RuntimeState) -> int:
+        """How many native items the state's history holds."""
+        ...
+
     def summarize(self, state: RuntimeState, prompt: str) -> SummaryReply:
         """Ask the model to summarize the accepted turns of `state` (pending inputs left out)."""
         ...

@@ -17,7 +17,7 @@ def redact(value: Any, opaque_fields: Iterable[str] = ()) -> Any:
     redacted-thinking block, and any field named in `opaque_fields`) is dropped; secrets
     (`api_key`, `authorization`, `access_token`, `bearer_token`, any case) become `[redacted]`.
     """
-    dropped = OPAQUE_FIELDS | frozenset(opaque_fields)
+    dropped = OPAQUE_FIELDS | frozenset(name.lower() for name in opaque_fields)
     return _redact(value, dropped)
 
 

@@ -25,6 +25,7 @@ from satchel.turns.errors import (
     InvalidAnswer,
     InvalidResponseError,
     RefusalError,
+    StateError,
     TransientError,
     TruncatedError,
     TurnFailed,
@@ -303,10 +304,16 @@ class Session:
         except AttemptError as exc:
             self._spend(exc.usage)
             raise self._failed(turn, f"{trigger} compaction failed ({exc})", exc) from exc
-        self.adapter.check_state(outcome.state)
         self._spend(outcome.usage)
+        try:
+            self.adapter.check_state(outcome.state)
+        except StateError as exc:
+            raise self._failed(
+                turn, f"{trigger} compaction produced an invalid state", exc
+            ) from exc
         self._compaction_usage = self._compaction_usage + outcome.usage
         self._state = outcome.state
+        self._last_turn_usage = None
         self._compactions += 1
         self._continuation = {
             "compaction": self._compactions,

@@ -64,6 +64,13 @@ class RuntimeState:
             )
         check_json("RuntimeState.payload", self.payload)
         check_boundaries(self.accepted_turns)
+        turns = [turn.to_json() for turn in self.accepted_turns]
+        try:
+            check_json("RuntimeState.accepted_turns", turns)
+        except StateError:
+            for index, turn in enumerate(turns):
+                check_json(f"RuntimeState.accepted_turns[{index}]", turn)
+            raise
         return self
 
     def check_owner(self, adapter_id: str, strategies: tuple[str, ...]) -> None:
@@ -148,6 +155,9 @@ def _boundary(index: int, data: object) -> TurnBoundary:
     where = f"RuntimeState.accepted_turns[{index}]"
     if not isinstance(data, dict):
         raise StateError(f"{where}: expected an object")
+    unknown = sorted(set(data) - {"start_item", "end_item", "messages", "reasoning_summary"})
+    if unknown:
+        raise StateError(f"{where}.{unknown[0]}: unknown field")
     messages = data.get("messages", [])
     summary = data.get("reasoning_summary")
     if not isinstance(messages, list):

@@ -1,0 +1,1 @@
+"""Tests of harness summary compaction."""
