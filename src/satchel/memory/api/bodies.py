@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -36,5 +36,4 @@ def rfc3339(value: datetime | None) -> str | None:
     """Render a timestamp as RFC 3339 in UTC with a `Z`."""
     if value is None:
         return None
-    text = value.astimezone().isoformat() if value.tzinfo is None else value.isoformat()
-    return text.replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
