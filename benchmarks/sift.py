@@ -1,8 +1,9 @@
 """Benchmark: how much of each request the provider can serve from its prompt cache.
 
 Replays one seeded 300-step tool-using trace (mixed result sizes, repeated reads of the same files,
-stored nudges and per-call progress notes) at a 32k-token budget through the sift, plain
-sliding-window trimming and LangChain's `trim_messages`, then times the sift at 1,000 messages.
+stored nudges and per-call progress notes) through the sift, plain sliding-window trimming and
+LangChain's `trim_messages`, every one held to the same 32k-token ceiling on the whole request
+(tool definitions and the note counted), then times the sift at 1,000 messages.
 Run: `satchel bench sift` or `python benchmarks/sift.py`.
 """
 
@@ -11,8 +12,10 @@ import logging
 import random
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import ceil
 from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_messages, trim_messages
@@ -32,10 +35,11 @@ from satchel.sift.langchain import LangChainSift
 SEED = 20_260_503
 STEPS = 300
 BUDGET = 32_000
-WINDOW = 64_000
-"""The sift's context window: its net caps a request at 0.8 of it."""
-TIGHT_WINDOW = 40_000
-"""A window whose net caps every request at 32k, like the two baselines."""
+"""The ceiling of every strategy: no request, tool definitions and note counted, passes it."""
+WINDOW = 40_000
+"""The sift's context window: its net caps a request at 0.8 of it, the same 32k."""
+WIDE_WINDOW = 64_000
+"""A wider window, whose net caps a request at 51.2k: what the budget alone does."""
 TIMED_MESSAGES = 1_000
 BASE_PRICE = 3.00
 """Dollars per million uncached input tokens; cache reads cost 0.1x, cache writes 1.25x."""
@@ -80,6 +84,8 @@ class Outcome:
     cacheable_share: float
     input_tokens: int
     largest_request: int
+    breaks: int
+    """Calls whose request does not start with the whole previous request (its note aside)."""
     cost: float
     uncached_cost: float
 
@@ -167,30 +173,48 @@ def progress_note(step: int) -> str | None:
 
 
 def tokens_of(message: Message) -> int:
+    """One message by the sift's estimate, for every strategy alike."""
     return estimate_tokens(message)
 
 
-def tools_tokens() -> int:
-    return estimate_tokens({"role": "system", "content": json.dumps(TOOLS, sort_keys=True)})
+def note_message(note: str | None) -> list[Message]:
+    return [{"role": "user", "content": note}] if note else []
+
+
+TOOL_TOKENS = ceil(
+    len(json.dumps(TOOLS, sort_keys=True, ensure_ascii=False, separators=(",", ":"))) / 3.5
+)
+"""The tool definitions sent with every request, by the estimate the sift uses for them."""
+NOTE_RESERVE = max(
+    tokens_of(message) for step in range(STEPS) for message in note_message(progress_note(step))
+)
+"""What the baselines keep free for the per-call note: the longest one."""
+MESSAGE_ROOM = BUDGET - TOOL_TOKENS - NOTE_RESERVE
+"""The baselines' budget for messages: the ceiling less the tools and the note."""
 
 
 def sliding_window(history: list[Message], note: str | None) -> list[Message]:
-    """System prompt and task, then the newest whole messages that fit, starting at a call."""
+    """System prompt and task, then the newest whole steps (a call with its results, or a single
+    message) that fit, so every call keeps its results."""
     head = history[:2]
-    room = BUDGET - sum(tokens_of(message) for message in head)
+    room = MESSAGE_ROOM - sum(tokens_of(message) for message in head)
     start = len(history)
     used = 0
-    while start > 2 and used + tokens_of(history[start - 1]) <= room:
-        start -= 1
-        used += tokens_of(history[start])
-    while start < len(history) and history[start]["role"] == "tool":
-        start += 1
-    request = head + history[start:]
-    return request + ([{"role": "user", "content": note}] if note else [])
+    for begin in range(len(history) - 1, 1, -1):
+        if history[begin]["role"] == "tool":
+            continue
+        size = sum(tokens_of(message) for message in history[begin:start])
+        if used + size > room:
+            break
+        used += size
+        start = begin
+    return head + history[start:] + note_message(note)
 
 
 class TrimMessages:
-    """LangChain's `trim_messages` at the same budget, over the same history."""
+    """LangChain's `trim_messages` at the same ceiling, over the same history: the system prompt,
+    then the newest messages that fit, starting on a human or an AI message (never on a tool
+    result whose call was left out)."""
 
     def __init__(self) -> None:
         self.converter = LangChainSift(ContextSift(SiftSettings(budget=BUDGET)))
@@ -211,46 +235,53 @@ class TrimMessages:
             self.messages.extend(convert_to_messages([message]))
         trimmed = trim_messages(
             self.messages,
-            max_tokens=BUDGET,
+            max_tokens=MESSAGE_ROOM,
             token_counter=self._count,
             strategy="last",
             include_system=True,
             start_on=("human", "ai"),
             allow_partial=False,
         )
-        request = self.converter.to_openai(trimmed)
-        return request + ([{"role": "user", "content": note}] if note else [])
+        return self.converter.to_openai(trimmed) + note_message(note)
 
     def _count(self, message: BaseMessage) -> int:
         return tokens_of(self.converter.to_openai([message])[0])
 
 
 def replay(name: str, strategy: Strategy, trace: Sequence[list[Message]]) -> Outcome:
-    """Send the trace through one strategy and price what the cache would have served."""
+    """Send the trace through one strategy and price what the cache would have served.
+
+    Each request is rendered as Chat Completions sends it; what the cache can serve is the tool
+    definitions and then every message up to the first one whose bytes differ from the previous
+    request's, counted in tokens.
+    """
     history: list[Message] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": TASK},
     ]
-    fixed = tools_tokens()
     previous: list[str] = []
-    total = cacheable = largest = 0
+    previous_stored = 0
+    total = cacheable = largest = breaks = 0
     cost = 0.0
     for step, appended in enumerate(trace):
         history.extend(appended)
-        request = openai_messages(strategy(history, progress_note(step)))
+        note = progress_note(step)
+        request = openai_messages(strategy(history, note))
         bodies = [json.dumps(message, sort_keys=True) for message in request]
         sizes = [tokens_of(message) for message in request]
         common = 0
         while common < min(len(bodies), len(previous)) and bodies[common] == previous[common]:
             common += 1
-        read = (fixed if previous else 0) + sum(sizes[:common])
-        sent = fixed + sum(sizes)
+        breaks += common < previous_stored
+        read = (TOOL_TOKENS if previous else 0) + sum(sizes[:common])
+        sent = TOOL_TOKENS + sum(sizes)
         total += sent
         largest = max(largest, sent)
         cacheable += read
         cost += (read * CACHE_READ + (sent - read) * CACHE_WRITE) * BASE_PRICE / 1e6
         previous = bodies
-    return Outcome(name, cacheable / total, total, largest, cost, total * BASE_PRICE / 1e6)
+        previous_stored = len(bodies) - int(note is not None)
+    return Outcome(name, cacheable / total, total, largest, breaks, cost, total * BASE_PRICE / 1e6)
 
 
 def new_sift(window: int = WINDOW) -> ContextSift:
@@ -259,15 +290,19 @@ def new_sift(window: int = WINDOW) -> ContextSift:
     )
 
 
-def sift_strategy(window: int) -> Strategy:
-    sift = new_sift(window)
+class SiftStrategy:
+    """The sift at the 32k budget, counting its trims by reason."""
 
-    def run(history: list[Message], note: str | None) -> list[Message]:
-        if sift.task_id is None:
-            sift.begin_run(history)
-        return sift.sift(history, tools=TOOLS, note=note).messages
+    def __init__(self, window: int) -> None:
+        self.sift = new_sift(window)
+        self.trims: Counter[str] = Counter()
 
-    return run
+    def __call__(self, history: list[Message], note: str | None) -> list[Message]:
+        if self.sift.task_id is None:
+            self.sift.begin_run(history)
+        result = self.sift.sift(history, tools=TOOLS, note=note)
+        self.trims.update(event.reason for event in result.events)
+        return result.messages
 
 
 def time_sift(messages: int) -> float:
@@ -308,28 +343,30 @@ def main() -> None:
     sift_logger = logging.getLogger("satchel.sift")
     sift_logger.addHandler(net_warnings)
     sift_logger.propagate = False
-    console = Console(width=120)
+    console = Console(width=140)
     trace = generate_trace(STEPS)
     messages = 2 + sum(len(appended) for appended in trace)
     console.print(
-        f"sift benchmark: {STEPS} steps ({messages} messages), budget {BUDGET} tokens, "
-        f"sift window {WINDOW} (or {TIGHT_WINDOW}), seed {SEED}, "
-        f"base price ${BASE_PRICE:.2f}/M input tokens"
+        f"sift benchmark: {STEPS} steps ({messages} messages), ceiling {BUDGET} tokens per "
+        f"request ({TOOL_TOKENS} of tool definitions), sift budget {BUDGET} and window {WINDOW} "
+        f"(or {WIDE_WINDOW}), seed {SEED}, base price ${BASE_PRICE:.2f}/M input tokens"
     )
+    sifts = [SiftStrategy(WINDOW), SiftStrategy(WIDE_WINDOW)]
     outcomes = [
-        replay(f"sift, window {WINDOW // 1000}k", sift_strategy(WINDOW), trace),
-        replay(f"sift, window {TIGHT_WINDOW // 1000}k", sift_strategy(TIGHT_WINDOW), trace),
+        replay(f"sift, window {WINDOW // 1000}k", sifts[0], trace),
+        replay(f"sift, window {WIDE_WINDOW // 1000}k", sifts[1], trace),
         replay("sliding window", sliding_window, trace),
         replay("trim_messages", TrimMessages(), trace),
     ]
     ms_per_call = time_sift(TIMED_MESSAGES)
     table = Table(title=f"{STEPS} requests, one per step")
-    table.add_column("strategy")
+    table.add_column("strategy", no_wrap=True)
     for column in (
         "cacheable share",
         "input tokens",
         "mean request",
         "largest request",
+        "prefix breaks",
         "cost with cache",
         "cost without",
     ):
@@ -341,34 +378,35 @@ def main() -> None:
             f"{outcome.input_tokens:,}",
             f"{outcome.input_tokens // STEPS:,}",
             f"{outcome.largest_request:,}",
+            f"{outcome.breaks}",
             f"${outcome.cost:.2f}",
             f"${outcome.uncached_cost:.2f}",
         )
     console.print(table)
+    for outcome, sift in zip(outcomes[:2], sifts, strict=True):
+        console.print(
+            f"{outcome.name}: {sift.trims['token_budget']} eviction batches, "
+            f"{sift.trims['overflow'] + sift.trims['fit_to_window']} overflow cuts"
+        )
     console.print(
         f"sift time per call at {TIMED_MESSAGES} messages: {ms_per_call:.2f} ms; "
         f"calls where the net could not reach its target: {net_warnings.count}"
     )
-    sift, tight, sliding, trimmed = outcomes
-    print(
-        json.dumps(
-            {
-                "sift_cacheable_share": round(sift.cacheable_share, 4),
-                "sliding_cacheable_share": round(sliding.cacheable_share, 4),
-                "trim_messages_cacheable_share": round(trimmed.cacheable_share, 4),
-                "sift_ms_per_call": round(ms_per_call, 3),
-                "sift_window_40k_cacheable_share": round(tight.cacheable_share, 4),
-                "sift_input_tokens": sift.input_tokens,
-                "sift_window_40k_input_tokens": tight.input_tokens,
-                "sliding_input_tokens": sliding.input_tokens,
-                "trim_messages_input_tokens": trimmed.input_tokens,
-                "sift_cost_usd": round(sift.cost, 4),
-                "sift_window_40k_cost_usd": round(tight.cost, 4),
-                "sliding_cost_usd": round(sliding.cost, 4),
-                "trim_messages_cost_usd": round(trimmed.cost, 4),
-            }
-        )
-    )
+    named = zip(("sift", "sift_window_64k", "sliding", "trim_messages"), outcomes, strict=True)
+    summary: dict[str, float | int] = {"ceiling_tokens": BUDGET}
+    for key, outcome in named:
+        summary |= {
+            f"{key}_cacheable_share": round(outcome.cacheable_share, 4),
+            f"{key}_largest_request": outcome.largest_request,
+            f"{key}_input_tokens": outcome.input_tokens,
+            f"{key}_prefix_breaks": outcome.breaks,
+            f"{key}_cost_usd": round(outcome.cost, 4),
+        }
+    summary["sift_batches"] = sifts[0].trims["token_budget"]
+    summary["sift_overflow_cuts"] = sifts[0].trims["overflow"] + sifts[0].trims["fit_to_window"]
+    summary["sift_ms_per_call"] = round(ms_per_call, 3)
+    summary["net_warnings"] = net_warnings.count
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

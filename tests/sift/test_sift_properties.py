@@ -24,11 +24,23 @@ class SiftTraces(RuleBasedStateMachine):
         window=st.none() | st.integers(3000, 16000),
         max_messages=st.none() | st.integers(4, 30),
         reads=st.booleans(),
+        inline_reads=st.sampled_from((0.0, 0.1, 1.0)),
     )
-    def start(self, budget: int, window: int | None, max_messages: int | None, reads: bool) -> None:
+    def start(
+        self,
+        budget: int,
+        window: int | None,
+        max_messages: int | None,
+        reads: bool,
+        inline_reads: float,
+    ) -> None:
         targets = {"read_file": "path"} if reads else {}
         self.settings = SiftSettings(
-            budget=budget, window=window, max_messages=max_messages, read_targets=targets
+            budget=budget,
+            window=window,
+            max_messages=max_messages,
+            read_targets=targets,
+            inline_reads_fraction=inline_reads,
         )
         self.sift = ContextSift(self.settings)
         self.run = Run.start()

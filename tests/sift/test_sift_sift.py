@@ -2,11 +2,12 @@
 
 import json
 import re
+from typing import Any
 
 import pytest
 from sift_runs import SYSTEM, TASK, TOOLS, Run, output
 
-from satchel.sift import ArtifactTools, ContextSift, SiftSettings
+from satchel.sift import ArtifactTools, ContextSift, SiftResult, SiftSettings
 
 
 def test_under_budget_the_history_is_sent_as_it_is() -> None:
@@ -21,7 +22,7 @@ def test_under_budget_the_history_is_sent_as_it_is() -> None:
 
 
 def test_an_evicted_step_becomes_one_receipt_in_its_place() -> None:
-    sift = ContextSift(SiftSettings(budget=2500))
+    sift = ContextSift(SiftSettings(budget=2400))
     run = Run.start()
     first = run.step([3000, 2000], text="Reading both modules.")
     run.step(3000)
@@ -59,7 +60,7 @@ def test_a_receipt_names_each_call_its_status_and_where_the_output_is() -> None:
     head, tail = summary.split(" … ")
     flat = " ".join(full.split())
     assert flat.startswith(head) and flat.endswith(tail)
-    assert len(summary) <= 320
+    assert len(summary) <= 160
     stored = sift.store.get("call_1_0")
     assert stored is not None and stored.text == full and stored.tool == "run_tests"
 
@@ -247,7 +248,10 @@ def test_artifact_tool_results_are_never_bounded_or_stored() -> None:
 
 
 def test_the_newest_read_of_a_file_stays_inline() -> None:
-    sift = ContextSift(SiftSettings(budget=3000, read_targets={"read_file": "path"}))
+    settings = SiftSettings(
+        budget=3000, read_targets={"read_file": "path"}, inline_reads_fraction=0.5
+    )
+    sift = ContextSift(settings)
     run = Run.start()
     old_read = run.step(2000, tool="read_file", path="src/a.py")
     new_read = run.step(2000, tool="read_file", path="src/a.py")
@@ -264,6 +268,44 @@ def test_the_newest_read_of_a_file_stays_inline() -> None:
     }
     assert {new_read, other} <= kept
     assert evicted == {old_read, big}
+
+
+def test_inline_reads_keep_to_their_share_of_the_budget_newest_first() -> None:
+    sift = ContextSift(SiftSettings(budget=10_000, read_targets={"read_file": "path"}))
+    run = Run.start()
+    reads = [run.step(2000, tool="read_file", path=f"src/{name}.py") for name in "abc"]
+    for _ in range(12):
+        run.step(3000)
+    result = sift.sift(run.history)
+    assert result.events
+    kept = {m["tool_call_id"] for m in result.messages if m["role"] == "tool"}
+    receipts = " ".join(str(m["content"]) for m in result.messages)
+    assert reads[2] in kept
+    assert f"[receipt {reads[0]}:" in receipts and f"[receipt {reads[1]}:" in receipts
+
+
+def test_tool_definitions_and_the_note_are_taken_off_the_budget() -> None:
+    wide: list[dict[str, Any]] = [
+        {
+            "type": "function",
+            "function": {"name": "lookup", "description": "x" * 5000, "parameters": {}},
+        }
+    ]
+
+    def sift_with(tools: list[dict[str, Any]] | None, note: str | None) -> SiftResult:
+        sift = ContextSift(SiftSettings(budget=3000))
+        run = Run.start()
+        run.step(2500)
+        run.step(2500)
+        run.step(300)
+        return sift.sift(run.history, tools=tools, note=note)
+
+    assert not sift_with(None, None).events
+    assert not sift_with(TOOLS, "progress: 3 of 10").events
+    for tools, note in ((wide, None), (None, "y" * 5000)):
+        result = sift_with(tools, note)
+        assert [event.reason for event in result.events] == ["token_budget"]
+        assert result.tokens <= 3000
 
 
 def test_a_per_call_note_is_the_last_message() -> None:
@@ -354,6 +396,8 @@ def test_settings_are_checked() -> None:
         SiftSettings(budget=10, window=100, output_reserve=100)
     with pytest.raises(ValueError, match="budget must be at least 0"):
         SiftSettings(budget=-1)
+    with pytest.raises(ValueError, match="inline_reads_fraction must be between 0 and 1"):
+        SiftSettings(budget=10, inline_reads_fraction=1.5)
 
 
 def test_tool_arguments_in_receipts_are_short_and_stable() -> None:

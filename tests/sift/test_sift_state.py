@@ -9,7 +9,7 @@ from satchel.sift import ContextSift, SiftSettings, SiftState
 
 
 def test_the_saved_state_holds_everything_a_relaunch_needs() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=9000))
+    sift = ContextSift(SiftSettings(budget=4000, window=8000))
     for _ in replay(sift, 37):
         pass
     saved = json.loads(sift.save())
@@ -33,7 +33,7 @@ def test_the_saved_state_holds_everything_a_relaunch_needs() -> None:
 
 
 def test_a_restored_sift_continues_with_the_same_request() -> None:
-    settings = SiftSettings(budget=4000, window=9000)
+    settings = SiftSettings(budget=4000, window=8000)
     sift = ContextSift(settings)
     *_, (run, _) = replay(sift, 37)
     restored = ContextSift(settings)

@@ -59,7 +59,7 @@ def test_between_batches_anthropic_bodies_only_append() -> None:
     sift = ContextSift(SiftSettings(budget=4000))
     previous: tuple[SiftResult, list[tuple[str, Any]]] | None = None
     appended_only = 0
-    for _, result in replay(sift, 30):
+    for _, result in replay(sift, 36):
         blocks = anthropic_blocks(WIRE.anthropic_body(result))
         if previous is not None and not result.events:
             before, before_blocks = previous
@@ -99,7 +99,7 @@ def test_a_progress_note_changes_only_the_tail() -> None:
 
 
 def test_the_system_prompt_and_the_task_never_change() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=9000))
+    sift = ContextSift(SiftSettings(budget=4000, window=8000))
     reasons: set[str] = set()
     openai_heads: set[bytes] = set()
     anthropic_heads: set[bytes] = set()
@@ -181,7 +181,7 @@ def test_a_cut_that_cannot_reach_its_target_still_keeps_the_pinned_parts(caplog:
 
 
 def test_a_trial_sift_leaves_the_manager_unchanged() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=9000))
+    sift = ContextSift(SiftSettings(budget=4000, window=8000))
     for number, (run, note) in enumerate(script(35)):
         if number == 0:
             sift.begin_run(run.history)
@@ -200,7 +200,7 @@ def test_a_trial_sift_leaves_the_manager_unchanged() -> None:
 
 
 def test_only_the_chosen_cut_commits_its_evictions() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=9000))
+    sift = ContextSift(SiftSettings(budget=4000, window=8000))
     for _, result in replay(sift, 40):
         if any(event.reason == "overflow" for event in result.events):
             break
@@ -214,7 +214,7 @@ def test_only_the_chosen_cut_commits_its_evictions() -> None:
 
 
 def test_anthropic_roles_alternate_with_the_note_last() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=9000))
+    sift = ContextSift(SiftSettings(budget=4000, window=8000))
     noted = 0
     for _, result in replay(sift, 36):
         body = json.loads(WIRE.anthropic_body(result))
@@ -267,7 +267,7 @@ def test_two_hundred_builds_of_one_call_give_one_body() -> None:
 
 
 def test_save_restore_and_continue_gives_the_same_bodies_as_never_stopping() -> None:
-    settings = SiftSettings(budget=4000, window=9000)
+    settings = SiftSettings(budget=4000, window=8000)
     straight = [
         (WIRE.openai_body(result), WIRE.anthropic_body(result))
         for _, result in replay(ContextSift(settings), 40)

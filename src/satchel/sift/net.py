@@ -17,7 +17,9 @@ from satchel.sift.transcript import Transcript, find_message, message_id
 
 logger = logging.getLogger("satchel.sift")
 
-RunPass = Callable[[Transcript, frozenset[int], SiftState], Pass]
+RunPass = Callable[[Transcript, frozenset[int], SiftState, int], Pass]
+"""A sift pass: the transcript, the units left out, the state to update and the tokens sent beside
+the messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +59,13 @@ class Net:
         held = self._held_cut(transcript, committed.cut, cuttable)
         messages = transcript.messages
         units = transcript.units
-        pinned = committed.cut_pinned
-        held_units = frozenset(
-            u
-            for u in cuttable[:held]
-            if not pinned or message_id(messages, units[u].start) not in pinned
-        )
+        pinned = self._unit_indexes(transcript, committed.cut_pinned)
+        held_units = frozenset(u for u in cuttable[:held] if u not in pinned)
         state = committed.copy()
         if held == 0:
             state.cut = None
             state.cut_pinned = []
-        done = run(transcript, held_units, state)
+        done = run(transcript, held_units, state, extra_tokens)
         tokens = self.measure(done, extra_tokens)
         count = len(done.messages) + extra_messages
         over_tokens = usable is not None and tokens > usable * settings.overflow_fraction
@@ -87,7 +85,7 @@ class Net:
         def attempt(cut: int) -> Attempt:
             if cut not in tried:
                 trial_state = committed.copy()
-                trial = run(transcript, frozenset(cuttable[:cut]), trial_state)
+                trial = run(transcript, frozenset(cuttable[:cut]), trial_state, extra_tokens)
                 trial_tokens = self.measure(trial, extra_tokens)
                 fits = (
                     trial_tokens <= token_target
@@ -144,6 +142,19 @@ class Net:
         if unit < 0 or transcript.units[unit].start != index:
             return 0
         return bisect_left(cuttable, unit)
+
+    @staticmethod
+    def _unit_indexes(transcript: Transcript, ids: list[str]) -> set[int]:
+        """The units that start with the messages of these ids."""
+        found: set[int] = set()
+        for wanted in ids:
+            index = find_message(transcript.messages, wanted)
+            if index is None:
+                continue
+            unit = bisect_right(transcript.units, index, key=lambda u: u.start) - 1
+            if unit >= 0 and transcript.units[unit].start == index:
+                found.add(unit)
+        return found
 
     @staticmethod
     def _warn(tokens: int, count: int, token_target: float, count_target: float) -> None:

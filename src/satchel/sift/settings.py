@@ -12,19 +12,24 @@ class SiftSettings:
     """How a sift sizes, evicts, bounds and cuts."""
 
     budget: int
-    """Tokens for the system prompt plus the messages; eviction batches keep to it."""
+    """Tokens for the whole request: the system prompt, the tool definitions, the per-call note and
+    the messages. The first three are taken off it; eviction batches keep the messages to the
+    rest."""
     window: int | None = None
     """The model's context window in tokens; None turns the overflow net off."""
     output_reserve: int = 0
     """Tokens of the window kept free for the answer; the rest is the usable window."""
     bounded_chars: int = 8000
     """A bounded result shows at most this many characters."""
-    summary_chars: int = 320
+    summary_chars: int = 160
     """A receipt line's summary of a result is at most this long."""
     target_fraction: float = 0.5
     min_batch_fraction: float = 0.25
     slack_fraction: float = 0.10
     min_message_budget_fraction: float = 0.25
+    inline_reads_fraction: float = 0.1
+    """The newest reads (`read_targets`) stay inline, newest first, while together they fit this
+    share of the message budget."""
     overflow_fraction: float = 0.8
     """The net cuts when the whole request passes this share of the usable window."""
     overflow_target_fraction: float = 0.7
@@ -33,7 +38,7 @@ class SiftSettings:
     """The net also cuts when the request holds more messages than this."""
     read_targets: Mapping[str, str] = field(default_factory=dict)
     """Read tools and the argument naming what they read (`{"read_file": "path"}`): the newest
-    read of each target stays inline."""
+    read of each target may stay inline (see `inline_reads_fraction`)."""
     retrieval_tools: frozenset[str] = ARTIFACT_TOOL_NAMES
     """Tools whose results are never bounded or stored as artifacts."""
 
@@ -47,6 +52,7 @@ class SiftSettings:
             "min_batch_fraction",
             "slack_fraction",
             "min_message_budget_fraction",
+            "inline_reads_fraction",
             "overflow_fraction",
             "overflow_target_fraction",
         ):

@@ -55,15 +55,21 @@ class Sifter:
         self._drafts: dict[str, tuple[Message, str, tuple[Artifact, ...]]] = {}
         self._bounded: dict[str, tuple[Message, Message]] = {}
 
-    def run(self, transcript: Transcript, cut: frozenset[int], state: SiftState) -> Pass:
-        """Sift `transcript` without the units in `cut`, updating `state`."""
+    def run(
+        self, transcript: Transcript, cut: frozenset[int], state: SiftState, extra_tokens: int
+    ) -> Pass:
+        """Sift `transcript` without the units in `cut`, updating `state`.
+
+        `extra_tokens` is what the request sends beside its messages (the tool definitions and the
+        note); like the system prompt, it is taken off the budget.
+        """
         settings = self.settings
         messages = transcript.messages
         units = transcript.units
         system_tokens = sum(self.size(messages[i]) for i in range(transcript.system_end))
         budget = max(
             floor(settings.budget * settings.min_message_budget_fraction),
-            settings.budget - system_tokens,
+            settings.budget - system_tokens - extra_tokens,
         )
         kept = [u for u in range(len(units)) if u not in cut] if cut else range(len(units))
         sizes = [0] * len(units)
@@ -91,7 +97,7 @@ class Sifter:
         before = total
         removed = 0
         if total > budget:
-            candidates = self._candidates(transcript, kept, state, sizes)
+            candidates = self._candidates(transcript, kept, state, sizes, budget)
             count = plan_batch(
                 budget,
                 total,
@@ -258,10 +264,16 @@ class Sifter:
                 done.artifacts.append(artifact)
 
     def _candidates(
-        self, transcript: Transcript, kept: Sequence[int], state: SiftState, sizes: list[int]
+        self,
+        transcript: Transcript,
+        kept: Sequence[int],
+        state: SiftState,
+        sizes: list[int],
+        budget: int,
     ) -> list[_Candidate]:
         """Completed steps that may be evicted, oldest first, with what evicting each frees."""
         end = transcript.active if transcript.active is not None else len(transcript.units)
+        protected = self._inline_reads(transcript, kept, end, state, sizes, budget)
         candidates: list[_Candidate] = []
         for u in kept:
             if u >= end:
@@ -270,13 +282,41 @@ class Sifter:
             step = unit.step
             if step is None or step.id in state.receipts:
                 continue
-            if step.reads and self._holds_newest_read(transcript, u):
+            if u in protected:
                 continue
             text, artifacts = self._draft(transcript.messages, unit, state.artifact_prefix)
             freed = sizes[u] - self.size(self._receipt(step.id, text))
             if freed > 0:
                 candidates.append(_Candidate(u, freed, text, artifacts))
         return candidates
+
+    def _inline_reads(
+        self,
+        transcript: Transcript,
+        kept: Sequence[int],
+        end: int,
+        state: SiftState,
+        sizes: list[int],
+        budget: int,
+    ) -> set[int]:
+        """Completed steps that hold the newest read of a target short enough to keep inline,
+        newest first, while together they fit `inline_reads_fraction` of the message budget."""
+        room = self.settings.inline_reads_fraction * budget
+        used = 0
+        protected: set[int] = set()
+        for u in reversed(kept):
+            if u >= end:
+                continue
+            step = transcript.units[u].step
+            if step is None or not step.reads or step.id in state.receipts:
+                continue
+            if not self._holds_newest_read(transcript, u):
+                continue
+            if used + sizes[u] > room:
+                break
+            used += sizes[u]
+            protected.add(u)
+        return protected
 
     def _holds_newest_read(self, transcript: Transcript, u: int) -> bool:
         """Whether a step holds the newest read of a target with a result short enough to keep."""
