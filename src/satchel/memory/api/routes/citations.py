@@ -1,0 +1,171 @@
+"""`POST /v1/citations/resolve`: a fact's record with a page of its evidence, each in context."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from satchel.memory.api.bodies import Answer, Body, Instant, Interval, interval, omitted
+from satchel.memory.api.errors import ApiError, not_found
+from satchel.memory.api.gate import Grant, current_grant
+from satchel.memory.api.routes.records import Retracted, parse_uuid, retraction_answer
+from satchel.memory.api.strict import StrictRoute, access
+from satchel.memory.store.citations import Evidence, cited, evidence_page, largest_source
+from satchel.memory.store.facts import retraction_of
+
+router = APIRouter(route_class=StrictRoute)
+
+DEFAULT_EVIDENCE = 8
+MAX_EVIDENCE = 32
+MAX_SOURCE_BYTES = 256 * 1024
+MAX_STATEMENT_BYTES = 64 * 1024
+
+
+class EvidenceAfter(Body):
+    source_observation_id: str | None = None
+    source_ordinal: int | None = None
+    byte_start: int | None = None
+
+
+class CitationBody(Body):
+    id: str | None = None
+    after: EvidenceAfter | None = None
+    limit: int | None = None
+
+
+class CitedEvidence(Answer):
+    authored_by: str | None = omitted()
+    source_observation_id: str
+    source_ordinal: int
+    log_offset: int
+    role: str
+    occurred_at: Instant
+    quote: str
+    byte_start: int
+    byte_end: int
+    extractor_version: str
+    context: str
+    context_byte_start: int
+    context_byte_end: int
+    context_complete: bool
+
+
+class EvidenceNext(Answer):
+    source_observation_id: str
+    source_ordinal: int
+    byte_start: int
+
+
+class Citation(Answer):
+    version: str
+    retraction: Retracted | None = omitted()
+    id: str
+    superseded_by: str | None = omitted()
+    supersession_source_observation_id: str | None = omitted()
+    scope: str
+    subject_entity_id: str | None = omitted()
+    object_entity_id: str | None = omitted()
+    predicate: str
+    statement: str
+    confidence: float
+    source_role: str
+    recorded_at: Instant
+    valid: Interval
+    known: Interval
+    status: str
+    evidence: list[CitedEvidence]
+    next: EvidenceNext | None = omitted()
+
+
+def _refused() -> ApiError:
+    return ApiError(400, "invalid_citation", "a record id and a valid evidence page are required")
+
+
+def _after(after: EvidenceAfter | None) -> tuple[uuid.UUID, int, int] | None:
+    if after is None:
+        return None
+    source = parse_uuid(after.source_observation_id, nil=True)
+    ordinal, start = after.source_ordinal, after.byte_start
+    if source is None or ordinal is None or start is None or ordinal < 0 or start < 0:
+        raise _refused()
+    return source, ordinal, start
+
+
+def _evidence(row: Evidence) -> CitedEvidence:
+    window = row.window()
+    return CitedEvidence(
+        authored_by=None if row.authored_by is None else str(row.authored_by),
+        source_observation_id=str(row.observation_id),
+        source_ordinal=row.source_ordinal,
+        log_offset=row.log_offset,
+        role=row.role or "",
+        occurred_at=row.occurred_at,
+        quote=row.quote,
+        byte_start=row.byte_start,
+        byte_end=row.byte_end,
+        extractor_version=row.extractor_version or "",
+        context=window.text,
+        context_byte_start=window.start,
+        context_byte_end=window.end,
+        context_complete=window.complete,
+    )
+
+
+@router.post("/v1/citations/resolve", response_model=Citation, **access("read"))
+async def resolve(
+    body: CitationBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+) -> Citation:
+    fact_id = parse_uuid(body.id)
+    after = _after(body.after)
+    limit = body.limit or DEFAULT_EVIDENCE
+    if fact_id is None or not 1 <= limit <= MAX_EVIDENCE:
+        raise _refused()
+    async with request.app.state.pool.connection() as conn:
+        fact = await cited(conn, grant.project_id, fact_id)
+        if fact is None:
+            raise not_found("record not found")
+        if (
+            len(fact.statement.encode()) > MAX_STATEMENT_BYTES
+            or await largest_source(conn, fact_id) > MAX_SOURCE_BYTES
+        ):
+            raise ApiError(
+                422, "citation_limit", "the record or one of its sources is too large to cite"
+            )
+        rows = await evidence_page(conn, fact_id, after, limit + 1)
+        retraction = await retraction_of(conn, fact_id)
+    page = rows[:limit]
+    last = page[-1] if len(rows) > limit else None
+    return Citation(
+        version=str(fact.version),
+        retraction=retraction_answer(retraction) if retraction else None,
+        id=str(fact.id),
+        superseded_by=None if fact.superseded_by is None else str(fact.superseded_by),
+        supersession_source_observation_id=(
+            None
+            if fact.supersession_source_observation_id is None
+            else str(fact.supersession_source_observation_id)
+        ),
+        scope=fact.scope,
+        subject_entity_id=None if fact.subject_entity_id is None else str(fact.subject_entity_id),
+        object_entity_id=None if fact.object_entity_id is None else str(fact.object_entity_id),
+        predicate=fact.predicate,
+        statement=fact.statement,
+        confidence=fact.confidence,
+        source_role=fact.source_role,
+        recorded_at=fact.recorded_at,
+        valid=interval(fact.valid_from, fact.valid_until),
+        known=interval(fact.known_from, fact.known_until),
+        status=fact.status,
+        evidence=[_evidence(row) for row in page],
+        next=(
+            EvidenceNext(
+                source_observation_id=str(last.observation_id),
+                source_ordinal=last.source_ordinal,
+                byte_start=last.byte_start,
+            )
+            if last is not None
+            else None
+        ),
+    )

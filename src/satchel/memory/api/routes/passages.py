@@ -1,0 +1,123 @@
+"""`POST /v1/passages/search`: validated controls over the passage index (not yet built).
+
+Until the index exists, every valid search answers an honest empty page: no generation
+(`generation_id` ""), nothing targeted or covered (`through_offset` and `covered_through_offset`
+-1, the value for "no offset"), `build_state` "not_built" and `approximate` true.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from satchel.memory.api.bodies import Answer, Body
+from satchel.memory.api.errors import ApiError
+from satchel.memory.api.gate import Grant, current_grant
+from satchel.memory.api.strict import StrictRoute, access
+
+router = APIRouter(route_class=StrictRoute)
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 32
+MAX_CANDIDATES = 1000
+MAX_QUESTION_BYTES = 8192
+MAX_SUBJECT_BYTES = 1024
+ROLES = ("", "user", "assistant", "system", "tool")
+NO_OFFSET = -1
+
+
+class PassageRequest(Body):
+    question: str | None = None
+    limit: int | None = None
+    candidates: int | None = None
+    data_subject_id: str | None = None
+    source_role: str | None = None
+
+
+class Passage(Answer):
+    chunk_id: str
+    source_id: str
+    ordinal: int
+    role: str
+    preview: str
+    similarity: float
+    occurred_at: datetime
+    message_bytes: int
+    preview_complete: bool
+    preview_byte_end: int
+    content_digest: str
+
+
+class PassagePage(Answer):
+    generation_id: str
+    through_offset: int
+    covered_through_offset: int
+    build_state: str
+    approximate: bool
+    passages: list[Passage]
+
+
+@dataclass(frozen=True, slots=True)
+class PassageQuery:
+    """A search the index can run: a question and bounded controls (0 candidates = default)."""
+
+    question: str
+    limit: int
+    candidates: int
+    subject: str
+    role: str
+
+
+def invalid_query() -> ApiError:
+    return ApiError(
+        400,
+        "invalid_passage_query",
+        "a bounded question and valid passage search controls are required",
+    )
+
+
+def query_of(body: PassageRequest) -> PassageQuery:
+    """The contract's bounds on a passage search, or 400 `invalid_passage_query`."""
+    question = body.question or ""
+    limit = DEFAULT_LIMIT if body.limit is None else body.limit
+    candidates = body.candidates or 0
+    subject = body.data_subject_id or ""
+    role = body.source_role or ""
+    if (
+        not question.strip()
+        or len(question.encode("utf-8")) > MAX_QUESTION_BYTES
+        or "\x00" in question
+        or not 1 <= limit <= MAX_LIMIT
+        or not 0 <= candidates <= MAX_CANDIDATES
+        or 0 < candidates < limit
+        or len(subject.encode("utf-8")) > MAX_SUBJECT_BYTES
+        or "\x00" in subject
+        or role not in ROLES
+    ):
+        raise invalid_query()
+    return PassageQuery(question, limit, candidates, subject, role)
+
+
+async def search(grant: Grant, query: PassageQuery) -> PassagePage:
+    """Run `query` in the grant's project: the seam where the passage index answers.
+
+    No index is built yet, so the page is empty and says so.
+    """
+    return PassagePage(
+        generation_id="",
+        through_offset=NO_OFFSET,
+        covered_through_offset=NO_OFFSET,
+        build_state="not_built",
+        approximate=True,
+        passages=[],
+    )
+
+
+@router.post("/v1/passages/search", response_model=PassagePage, **access("read"))
+async def search_passages(
+    body: PassageRequest, grant: Annotated[Grant, Depends(current_grant)]
+) -> PassagePage:
+    return await search(grant, query_of(body))

@@ -1,0 +1,334 @@
+"""Recall: anchor a question on known entities, walk facts 1..2 hops, charge a character budget."""
+
+from __future__ import annotations
+
+import unicodedata
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from satchel.memory.store.citations import Evidence, first_evidence
+from satchel.memory.store.entities import Conn, Entity, entities_named, normalize
+from satchel.memory.store.facts import HopRow, facts_touching
+
+SURFACES = ("facts", "reports", "passages")
+ROLES = ("user", "assistant", "system", "tool")
+MAX_QUESTION_BYTES = 8_192
+MAX_TERMS = 512
+MAX_TERM_BYTES = 32_768
+MAX_ANCHORS = 256
+FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
+WINDOW = 4  # words in the longest term
+
+
+class QuestionRefused(ValueError):
+    """The question cannot be recalled on (blank, too long, too many terms or names)."""
+
+
+def words(question: str) -> list[str]:
+    """Lowercase words: split on whitespace and punctuation (but ' and -), trimmed of ' and -."""
+    found: list[str] = []
+    current: list[str] = []
+    for char in [*question, " "]:
+        if char.isspace() or (unicodedata.category(char).startswith("P") and char not in "'-"):
+            word = "".join(current).strip("'-")
+            if word:
+                found.append(normalize(word))
+            current = []
+        else:
+            current.append(char)
+    return found
+
+
+def terms(question: str) -> list[str]:
+    """Every run of 1..4 consecutive words, distinct, by start then length."""
+    split = words(question)
+    found: dict[str, None] = {}
+    for start in range(len(split)):
+        for length in range(1, WINDOW + 1):
+            if start + length <= len(split):
+                found.setdefault(" ".join(split[start : start + length]))
+        if len(found) > MAX_TERMS:
+            raise QuestionRefused(f"question has more than {MAX_TERMS} distinct terms")
+    if sum(len(term.encode("utf-8")) for term in found) > MAX_TERM_BYTES:
+        raise QuestionRefused(f"question terms exceed {MAX_TERM_BYTES} UTF-8 bytes")
+    return list(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Controls:
+    """The effective controls of one recall (echoed in its answer)."""
+
+    max_characters: int
+    max_rows: int
+    source_roles: list[str]
+    hops: int
+    surfaces: list[str]
+    themes: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One recall: the question, the person it narrows to, the two times, the controls."""
+
+    question: str
+    data_subject_id: str | None
+    as_of: datetime
+    as_known_at: datetime | None
+    controls: Controls
+    surfaces_named: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    entity_id: str
+    name: str
+    type: str
+    matched: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cite:
+    observation_id: str
+    source_ordinal: int
+    quote: str
+    byte_start: int
+    byte_end: int
+    context: str
+    context_start: int
+    context_complete: bool
+
+
+@dataclass(slots=True)
+class RecalledFact:
+    fact_id: str
+    subject: str
+    predicate: str
+    object: str
+    statement: str
+    confidence: float
+    valid_from: datetime
+    valid_until: datetime | None
+    anchored_on: str
+    source_role: str
+    hops: int
+    path: list[str]
+    via: list[str]
+    evidence: Cite
+    co_derived_with: list[str] = field(default_factory=list)
+
+    def charge(self) -> int:
+        """Characters (code points) the fact takes from the budget."""
+        texts = [self.subject, self.predicate, self.object, self.statement, self.source_role]
+        texts += [self.evidence.quote, self.evidence.context, *self.path, *self.via]
+        return sum(len(text) for text in texts)
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    terms: int
+    anchored: int
+    named_nothing_known: bool
+    facts_per_anchor: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    controls: Controls
+    anchors: list[Anchor]
+    facts: list[RecalledFact]
+    reports: list[dict[str, Any]]
+    passages: list[dict[str, Any]]
+    truncated: bool
+    characters: int
+    degraded: list[str]
+    reach: Reach
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """A fact the walk reached: from which anchor, through which entity and fact."""
+
+    row: HopRow
+    hops: int
+    anchor: uuid.UUID
+    path: list[str]
+    via: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Link:
+    anchor: uuid.UUID
+    path: list[str]
+    via: list[str]
+
+
+class _Walk:
+    """Facts gathered hop by hop, each once, under the per-entity fanout and the row cap."""
+
+    def __init__(self, conn: Conn, project_id: int, ask: Ask) -> None:
+        self.conn = conn
+        self.project_id = project_id
+        self.ask = ask
+        self.steps: dict[uuid.UUID, _Step] = {}
+        self.cut = False
+
+    async def hop(self, ends: dict[uuid.UUID, _Link], hops: int) -> None:
+        cap = self.ask.controls.max_rows + 1
+        limit = 2 * cap + 2 * len(ends)
+        rows = await facts_touching(
+            self.conn,
+            self.project_id,
+            list(ends),
+            data_subject_id=self.ask.data_subject_id,
+            roles=self.ask.controls.source_roles,
+            as_of=self.ask.as_of,
+            as_known_at=self.ask.as_known_at,
+            fanout=FANOUT + 1,
+            limit=limit,
+        )
+        self.cut |= len(rows) == limit
+        per_side: Counter[tuple[uuid.UUID, bool]] = Counter()
+        for row in rows:
+            per_side[row.reached, row.on_subject] += 1
+            if per_side[row.reached, row.on_subject] > FANOUT:
+                self.cut = True
+            elif row.id not in self.steps and len(self.steps) < cap:
+                link = ends[row.reached]
+                self.steps[row.id] = _Step(row, hops, link.anchor, link.path, link.via)
+
+    def frontier(self, anchors: set[uuid.UUID]) -> dict[uuid.UUID, _Link]:
+        """The entities one hop beyond the anchors, each with the first fact that reached it."""
+        ends: dict[uuid.UUID, _Link] = {}
+        for step in list(self.steps.values()):
+            row = step.row
+            object_name = row.object_entity_name or row.object
+            if row.on_subject:
+                other, names = row.object_entity_id, [row.subject, object_name]
+            else:
+                other, names = row.subject_entity_id, [object_name, row.subject]
+            if other is None or other in anchors or other in ends:
+                continue
+            ends[other] = _Link(step.anchor, names, [str(row.id)])
+        return ends
+
+
+def _cite(evidence: Evidence | None) -> Cite:
+    if evidence is None:
+        return Cite("", 0, "", 0, 0, "", 0, False)
+    window = evidence.window()
+    return Cite(
+        str(evidence.observation_id),
+        evidence.source_ordinal,
+        evidence.quote,
+        evidence.byte_start,
+        evidence.byte_end,
+        window.text,
+        window.start,
+        window.complete,
+    )
+
+
+def _fact(step: _Step, cite: Cite) -> RecalledFact:
+    row = step.row
+    return RecalledFact(
+        fact_id=str(row.id),
+        subject=row.subject,
+        predicate=row.predicate,
+        object=row.object,
+        statement=row.statement,
+        confidence=row.confidence,
+        valid_from=row.valid_from,
+        valid_until=row.valid_until,
+        anchored_on=str(step.anchor),
+        source_role=row.source_role,
+        hops=step.hops,
+        path=step.path,
+        via=step.via,
+        evidence=cite,
+    )
+
+
+def _co_derive(facts: list[RecalledFact]) -> None:
+    """Link facts drawn from the same message of a source about the same subject."""
+    groups: dict[tuple[str, int, str], list[RecalledFact]] = {}
+    for fact in facts:
+        key = (fact.evidence.observation_id, fact.evidence.source_ordinal, normalize(fact.subject))
+        groups.setdefault(key, []).append(fact)
+    for group in groups.values():
+        for fact in group:
+            fact.co_derived_with = [other.fact_id for other in group if other is not fact]
+
+
+def _anchors(found_terms: list[str], matched: list[Entity]) -> list[Anchor]:
+    order = {term: index for index, term in enumerate(found_terms)}
+    ranked = sorted(matched, key=lambda entity: (order[entity.normalized], entity.id))
+    return [Anchor(str(e.id), e.name, e.kind, e.normalized) for e in ranked]
+
+
+async def recall(conn: Conn, project_id: int, ask: Ask) -> Bundle:
+    """Answer `ask` from the project's facts; other surfaces answer nothing yet."""
+    controls = ask.controls
+    found_terms = terms(ask.question)
+    matched: list[Entity] = []
+    if found_terms:
+        matched = await entities_named(
+            conn, project_id, ask.data_subject_id, found_terms, MAX_ANCHORS + 1
+        )
+    if len(matched) > MAX_ANCHORS:
+        raise QuestionRefused("question matches too many names; ask about fewer")
+    wants_facts = "facts" in controls.surfaces
+    anchors = _anchors(found_terms, matched) if wants_facts else []
+    degraded: list[str] = []
+    facts: list[RecalledFact] = []
+    truncated = spent = False
+    characters = 0
+    if wants_facts and not anchors and ask.surfaces_named:
+        degraded.append("semantic_anchors")
+    if anchors:
+        walk = _Walk(conn, project_id, ask)
+        ends = {uuid.UUID(a.entity_id): _Link(uuid.UUID(a.entity_id), [], []) for a in anchors}
+        await walk.hop(ends, 1)
+        if controls.hops == 2 and len(walk.steps) <= controls.max_rows:
+            frontier = walk.frontier(set(ends))
+            if frontier:
+                await walk.hop(frontier, 2)
+        steps = list(walk.steps.values())
+        truncated = walk.cut or len(steps) > controls.max_rows
+        steps = steps[: controls.max_rows]
+        evidence = await first_evidence(conn, [step.row.id for step in steps])
+        for step in steps:
+            fact = _fact(step, _cite(evidence.get(step.row.id)))
+            cost = fact.charge()
+            if characters + cost > controls.max_characters:
+                truncated = spent = True
+                break
+            characters += cost
+            facts.append(fact)
+        if any(not fact.evidence.context for fact in facts):
+            degraded.append("citation_context")
+        _co_derive(facts)
+    if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or not anchors):
+        degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
+    if ask.surfaces_named and "passages" in controls.surfaces and not spent:
+        degraded.append("passages")
+    per_anchor = Counter(fact.anchored_on for fact in facts)
+    anchored = len(anchors) if wants_facts else len(matched)
+    return Bundle(
+        controls=controls,
+        anchors=anchors,
+        facts=facts,
+        reports=[],
+        passages=[],
+        truncated=truncated,
+        characters=characters,
+        degraded=degraded,
+        reach=Reach(
+            terms=len(found_terms),
+            anchored=anchored,
+            named_nothing_known=bool(found_terms) and anchored == 0,
+            facts_per_anchor=dict(per_anchor),
+        ),
+    )

@@ -1,0 +1,76 @@
+"""Entities: normalized names per project and person, the observations naming them, lookup."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection
+
+Conn = AsyncConnection[Any]
+
+
+def normalize(name: str) -> str:
+    """An entity's identity within a project and person: lowercase, whitespace collapsed."""
+    return " ".join(name.lower().split())
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A named thing a question can anchor on."""
+
+    id: uuid.UUID
+    name: str
+    kind: str
+    normalized: str
+
+
+async def ensure_entity(
+    conn: Conn, project_id: int, data_subject_id: str | None, name: str, observation_id: uuid.UUID
+) -> uuid.UUID:
+    """The entity named `name` (created when new), recorded as named by `observation_id`.
+
+    `source_observation_id` is the observation that first named it; `entity_sources` keeps
+    every observation that did, so erasure can tell when none is left.
+    """
+    cursor = await conn.execute(
+        "INSERT INTO entities (id, project_id, data_subject_id, name, normalized,"
+        " source_observation_id) VALUES (%s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (project_id, data_subject_id, normalized)"
+        " DO UPDATE SET normalized = EXCLUDED.normalized RETURNING id",
+        (
+            uuid.uuid4(),
+            project_id,
+            data_subject_id,
+            " ".join(name.split()),
+            normalize(name),
+            observation_id,
+        ),
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    entity_id: uuid.UUID = row[0]
+    await conn.execute(
+        "INSERT INTO entity_sources (entity_id, observation_id) VALUES (%s, %s) "
+        "ON CONFLICT DO NOTHING",
+        (entity_id, observation_id),
+    )
+    return entity_id
+
+
+async def entities_named(
+    conn: Conn, project_id: int, data_subject_id: str | None, names: list[str], limit: int
+) -> list[Entity]:
+    """Entities whose normalized name is one of `names` (already normalized), at most `limit`.
+
+    With a person, only that person's entities; without, every entity of the project.
+    """
+    cursor = await conn.execute(
+        "SELECT id, name, kind, normalized FROM entities "
+        "WHERE project_id = %s AND normalized = ANY(%s) "
+        "AND (%s::text IS NULL OR data_subject_id = %s) "
+        "ORDER BY id LIMIT %s",
+        (project_id, names, data_subject_id, data_subject_id, limit),
+    )
+    return [Entity(*row) for row in await cursor.fetchall()]

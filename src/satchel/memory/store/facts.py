@@ -1,0 +1,513 @@
+"""Facts: authored assertions, supersession, retraction, record pages, history, hop reads."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import class_row
+
+from satchel.memory.store.entities import ensure_entity
+from satchel.memory.store.log import claim_offset, recompute_formed
+
+Conn = AsyncConnection[Any]
+
+CURATED_EXTRACTOR = "curated/v1"
+STATUS = (
+    "CASE WHEN f.retracted_at IS NOT NULL THEN 'retracted'"
+    " WHEN f.known_until IS NOT NULL THEN 'knowledge_closed'"
+    " WHEN f.valid_until IS NOT NULL THEN 'validity_closed' ELSE 'current' END"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One authored statement: who or what, the predicate, the object, and since when."""
+
+    data_subject_id: str | None
+    subject: str
+    predicate: str
+    object: str
+    statement: str
+    valid_from: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A fact an authored claim produced, and the source observation holding its statement."""
+
+    id: uuid.UUID
+    source_observation_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A fact about to change, locked for the rest of the transaction."""
+
+    id: uuid.UUID
+    version: uuid.UUID
+    data_subject_id: str | None
+    subject: str
+    predicate: str
+    valid_from: datetime
+    valid_until: datetime | None
+    known_until: datetime | None
+    evidence: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retraction:
+    """The record of a retraction (a correction's carries its replacement)."""
+
+    id: uuid.UUID
+    version: uuid.UUID
+    operation_id: uuid.UUID
+    principal_id: uuid.UUID | None
+    retracted_at: datetime
+    replacement_source_observation_id: uuid.UUID | None
+    replacement_record_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRow:
+    """One line of a record page."""
+
+    id: uuid.UUID
+    version: uuid.UUID
+    subject_entity_id: uuid.UUID | None
+    object_entity_id: uuid.UUID | None
+    predicate: str
+    statement: str
+    source_role: str
+    recorded_at: datetime
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A fact's current version and time ranges."""
+
+    id: uuid.UUID
+    version: uuid.UUID
+    valid_from: datetime
+    valid_until: datetime | None
+    known_from: datetime
+    known_until: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    """A version a fact had before a change ended it."""
+
+    id: uuid.UUID
+    valid_from: datetime | None
+    valid_until: datetime | None
+    known_from: datetime | None
+    known_until: datetime | None
+    ended_by_observation_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class HopRow:
+    """A fact touching `reached` (an entity of the walk), on the subject or object side."""
+
+    reached: uuid.UUID
+    on_subject: bool
+    id: uuid.UUID
+    subject: str
+    subject_entity_id: uuid.UUID
+    object_entity_id: uuid.UUID | None
+    object_entity_name: str | None
+    predicate: str
+    object: str
+    statement: str
+    confidence: float
+    valid_from: datetime
+    valid_until: datetime | None
+    source_role: str
+
+
+async def cardinalities(conn: Conn, predicates: list[str]) -> dict[str, str]:
+    """The admitted predicates among `predicates`, with their cardinality (one or many)."""
+    cursor = await conn.execute(
+        "SELECT name, cardinality FROM predicates WHERE name = ANY(%s)", (predicates,)
+    )
+    return {name: cardinality for name, cardinality in await cursor.fetchall()}
+
+
+async def lock_log(conn: Conn, project_id: int) -> None:
+    """Take the project's log lock first, as appends do, so changes cannot deadlock with them."""
+    await conn.execute("SELECT 1 FROM projects WHERE id = %s FOR NO KEY UPDATE", (project_id,))
+
+
+async def lock_retry_key(conn: Conn, project_id: int, key: uuid.UUID) -> None:
+    """Serialize attempts with one idempotency key until the transaction ends."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (project_id, str(key)))
+
+
+async def retried(
+    conn: Conn, project_id: int, digest: bytes
+) -> tuple[bytes, uuid.UUID | None, uuid.UUID | None] | None:
+    """A key seen before: its fingerprint, its fact and its source (None when erased)."""
+    cursor = await conn.execute(
+        "SELECT r.fingerprint, f.id, r.observation_id FROM retry_keys r "
+        "LEFT JOIN facts f ON f.source_observation_id = r.observation_id "
+        "WHERE r.project_id = %s AND r.key_digest = %s",
+        (project_id, digest),
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    return bytes(row[0]), row[1], row[2]
+
+
+async def remember_retry(
+    conn: Conn, project_id: int, digest: bytes, fingerprint: bytes, observation_id: uuid.UUID
+) -> None:
+    await conn.execute(
+        "INSERT INTO retry_keys (project_id, key_digest, fingerprint, observation_id)"
+        " VALUES (%s, %s, %s, %s)",
+        (project_id, digest, fingerprint, observation_id),
+    )
+
+
+async def versions(conn: Conn, ids: list[uuid.UUID]) -> dict[uuid.UUID, uuid.UUID]:
+    cursor = await conn.execute("SELECT id, version FROM facts WHERE id = ANY(%s)", (ids,))
+    return {fact_id: version for fact_id, version in await cursor.fetchall()}
+
+
+async def _write_source(
+    conn: Conn,
+    project_id: int,
+    data_subject_id: str | None,
+    statement: str,
+    at: datetime,
+    observation_id: uuid.UUID | None,
+) -> tuple[uuid.UUID, uuid.UUID]:
+    """The curated observation holding a statement: one user message, formed at once."""
+    offset = await claim_offset(conn, project_id)
+    observation_id, message_id = observation_id or uuid.uuid4(), uuid.uuid4()
+    await conn.execute(
+        "INSERT INTO observations (id, project_id, log_offset, data_subject_id, kind,"
+        " occurred_at, formed_at) VALUES (%s, %s, %s, %s, 'curated', %s, %s)",
+        (observation_id, project_id, offset, data_subject_id, at, at),
+    )
+    await conn.execute(
+        "INSERT INTO messages (id, observation_id, project_id, data_subject_id, ordinal, role,"
+        " content, group_ordinal, occurred_at) VALUES (%s, %s, %s, %s, 0, 'user', %s, 0, %s)",
+        (message_id, observation_id, project_id, data_subject_id, statement, at),
+    )
+    return observation_id, message_id
+
+
+async def _change(
+    conn: Conn,
+    fact_id: uuid.UUID,
+    at: datetime,
+    ended_by: uuid.UUID | None,
+    assignments: str,
+    params: dict[str, Any],
+) -> uuid.UUID:
+    """Keep the fact's present version in its history, then apply `assignments` and re-version."""
+    await conn.execute(
+        "INSERT INTO fact_history (id, fact_id, valid_from, valid_until, known_from, known_until,"
+        " ended_by_observation_id) SELECT %(h)s, f.id, f.valid_from, f.valid_until,"
+        " COALESCE((SELECT max(h.known_until) FROM fact_history h WHERE h.fact_id = f.id),"
+        " f.known_from), %(at)s, %(by)s FROM facts f WHERE f.id = %(id)s",
+        {"h": uuid.uuid4(), "at": at, "by": ended_by, "id": fact_id},
+    )
+    version = uuid.uuid4()
+    await conn.execute(
+        f"UPDATE facts SET {assignments}, version = %(v)s WHERE id = %(id)s",
+        {**params, "v": version, "id": fact_id, "at": at},
+    )
+    return version
+
+
+async def _supersede(
+    conn: Conn, project_id: int, fact_id: uuid.UUID, observation_id: uuid.UUID, at: datetime
+) -> None:
+    """Close the other current facts of a single-valued predicate for the same subject.
+
+    One that began earlier ends its validity where the new fact begins; one that began at the
+    same time or later is no longer believed (its knowledge closes now).
+    """
+    cursor = await conn.execute(
+        "SELECT subject_entity_id, predicate, valid_from FROM facts WHERE id = %s", (fact_id,)
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    entity_id, predicate, valid_from = row
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (project_id, f"{entity_id}/{predicate}")
+    )
+    cursor = await conn.execute(
+        "SELECT o.id, o.valid_from FROM facts o JOIN facts n ON n.id = %(n)s"
+        " WHERE o.project_id = n.project_id AND o.subject_entity_id = n.subject_entity_id"
+        " AND o.predicate = n.predicate AND o.data_subject_id IS NOT DISTINCT FROM"
+        " n.data_subject_id AND o.id <> n.id AND o.known_until IS NULL"
+        " AND (o.valid_until IS NULL OR o.valid_until > n.valid_from)"
+        " ORDER BY o.id FOR UPDATE OF o",
+        {"n": fact_id},
+    )
+    for old_id, old_from in await cursor.fetchall():
+        if old_from < valid_from:
+            sets = "valid_until = %(from)s, superseded_by = %(by)s"
+        else:
+            sets = "known_until = %(at)s, superseded_by = %(by)s"
+        await _change(conn, old_id, at, observation_id, sets, {"by": fact_id, "from": valid_from})
+
+
+async def assert_claim(
+    conn: Conn,
+    project_id: int,
+    principal: uuid.UUID,
+    claim: Claim,
+    cardinality: str,
+    at: datetime,
+    ids: Written | None = None,
+) -> Written:
+    """Store `claim` as an authored fact with its own source observation (one log offset).
+
+    `ids` fixes the fact's and the observation's ids in advance (a correction names them first).
+    """
+    fact_id, observation_id = (ids.id, ids.source_observation_id) if ids else (None, None)
+    fact_id = fact_id or uuid.uuid4()
+    observation_id, message_id = await _write_source(
+        conn, project_id, claim.data_subject_id, claim.statement, at, observation_id
+    )
+    subject = claim.data_subject_id
+    subject_entity_id = await ensure_entity(
+        conn, project_id, subject, claim.subject, observation_id
+    )
+    object_entity_id = await ensure_entity(conn, project_id, subject, claim.object, observation_id)
+    valid_from = claim.valid_from or at
+    await conn.execute(
+        "INSERT INTO facts (id, project_id, data_subject_id, subject_entity_id, predicate, object,"
+        " object_entity_id, statement, confidence, source_role, source_observation_id, version,"
+        " valid_from, known_from, authored, recorded_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1.0, 'user', %s, %s, %s, %s, true, %s)",
+        (
+            fact_id,
+            project_id,
+            subject,
+            subject_entity_id,
+            claim.predicate,
+            claim.object,
+            object_entity_id,
+            claim.statement,
+            observation_id,
+            uuid.uuid4(),
+            valid_from,
+            at,
+            at,
+        ),
+    )
+    await conn.execute(
+        "INSERT INTO fact_evidence (fact_id, observation_id, message_id, source_ordinal, quote,"
+        " byte_start, byte_end, authored_by, extractor_version)"
+        " VALUES (%s, %s, %s, 0, %s, 0, %s, %s, %s)",
+        (
+            fact_id,
+            observation_id,
+            message_id,
+            claim.statement,
+            len(claim.statement.encode("utf-8")),
+            principal,
+            CURATED_EXTRACTOR,
+        ),
+    )
+    if cardinality == "one":
+        await _supersede(conn, project_id, fact_id, observation_id, at)
+    await recompute_formed(conn, project_id)
+    return Written(fact_id, observation_id)
+
+
+async def lock_targets(
+    conn: Conn, project_id: int, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Target]:
+    """The project's facts among `ids`, locked (in id order) against concurrent change."""
+    cursor = await conn.execute(
+        "SELECT f.id, f.version, f.data_subject_id, s.name, f.predicate,"
+        " f.valid_from, f.valid_until, f.known_until,"
+        " (SELECT count(*) FROM fact_evidence e WHERE e.fact_id = f.id)"
+        " FROM facts f JOIN entities s ON s.id = f.subject_entity_id"
+        " WHERE f.project_id = %s AND f.id = ANY(%s) ORDER BY f.id FOR UPDATE OF f",
+        (project_id, ids),
+    )
+    return {row[0]: Target(*row) for row in await cursor.fetchall()}
+
+
+async def retract(
+    conn: Conn,
+    target: Target,
+    principal: uuid.UUID,
+    at: datetime,
+    replacement: Written | None = None,
+) -> Retraction:
+    """Close what is known of `target` now (its validity is kept) and record who did it."""
+    ended_by = replacement.source_observation_id if replacement else None
+    version = await _change(
+        conn, target.id, at, ended_by, "known_until = %(at)s, retracted_at = %(at)s", {}
+    )
+    retraction = Retraction(
+        target.id,
+        version,
+        uuid.uuid4(),
+        principal,
+        at,
+        ended_by,
+        replacement.id if replacement else None,
+    )
+    await conn.execute(
+        "INSERT INTO fact_retractions (operation_id, fact_id, version, principal_id, retracted_at,"
+        " replacement_source_observation_id, replacement_record_id)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (
+            retraction.operation_id,
+            target.id,
+            version,
+            principal,
+            at,
+            retraction.replacement_source_observation_id,
+            retraction.replacement_record_id,
+        ),
+    )
+    return retraction
+
+
+async def retraction_of(conn: Conn, fact_id: uuid.UUID) -> Retraction | None:
+    async with conn.cursor(row_factory=class_row(Retraction)) as cursor:
+        await cursor.execute(
+            "SELECT fact_id AS id, version, operation_id, principal_id, retracted_at,"
+            " replacement_source_observation_id, replacement_record_id"
+            " FROM fact_retractions WHERE fact_id = %s",
+            (fact_id,),
+        )
+        return await cursor.fetchone()
+
+
+async def record_page(
+    conn: Conn, project_id: int, data_subject_id: str | None, after: uuid.UUID | None, limit: int
+) -> list[RecordRow]:
+    """Up to `limit` facts of the project (or of one person) in id order, after `after`."""
+    async with conn.cursor(row_factory=class_row(RecordRow)) as cursor:
+        await cursor.execute(
+            "SELECT f.id, f.version, f.subject_entity_id, f.object_entity_id, f.predicate,"
+            f" f.statement, f.source_role, f.recorded_at, {STATUS} AS status FROM facts f"
+            " WHERE f.project_id = %(p)s AND (%(s)s::text IS NULL OR f.data_subject_id = %(s)s)"
+            " AND (%(after)s::uuid IS NULL OR f.id > %(after)s) ORDER BY f.id LIMIT %(n)s",
+            {"p": project_id, "s": data_subject_id, "after": after, "n": limit},
+        )
+        return await cursor.fetchall()
+
+
+async def head(conn: Conn, project_id: int, fact_id: uuid.UUID) -> Head | None:
+    """The fact's present version, if it is the project's."""
+    async with conn.cursor(row_factory=class_row(Head)) as cursor:
+        await cursor.execute(
+            "SELECT id, version, valid_from, valid_until, known_from, known_until FROM facts"
+            " WHERE project_id = %s AND id = %s",
+            (project_id, fact_id),
+        )
+        return await cursor.fetchone()
+
+
+async def history_page(
+    conn: Conn,
+    fact_id: uuid.UUID,
+    before: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[HistoryRow]:
+    """Earlier versions of a fact, the most recently ended first, before the cursor."""
+    async with conn.cursor(row_factory=class_row(HistoryRow)) as cursor:
+        await cursor.execute(
+            "SELECT id, valid_from, valid_until, known_from, known_until, ended_by_observation_id"
+            " FROM fact_history WHERE fact_id = %(f)s AND (%(k)s::timestamptz IS NULL"
+            " OR (known_until, id) < (%(k)s, %(h)s::uuid))"
+            " ORDER BY known_until DESC, id DESC LIMIT %(n)s",
+            {
+                "f": fact_id,
+                "k": before[0] if before else None,
+                "h": before[1] if before else None,
+                "n": limit,
+            },
+        )
+        return await cursor.fetchall()
+
+
+# A fact true at %(a)s (as_of) as known now: its present row, when that is still known.
+_NOW = (
+    "f.valid_from, f.valid_until FROM facts f WHERE f.known_until IS NULL"
+    " AND f.valid_from <= %(a)s AND (f.valid_until IS NULL OR f.valid_until > %(a)s) AND"
+)
+# A fact true at %(a)s as believed at %(k)s (as_known_at): the version then believed, its
+# present row or an earlier one from its history, with that version's validity.
+_THEN = (
+    "v.valid_from, v.valid_until FROM facts f CROSS JOIN LATERAL (SELECT * FROM"
+    " (SELECT f.valid_from, f.valid_until, f.known_from, f.known_until, 0 AS rank"
+    "  UNION ALL SELECT h.valid_from, h.valid_until, h.known_from, h.known_until, 1"
+    "  FROM fact_history h WHERE h.fact_id = f.id) w"
+    " WHERE w.known_from <= %(k)s AND (w.known_until IS NULL OR w.known_until > %(k)s)"
+    " AND w.valid_from <= %(a)s AND (w.valid_until IS NULL OR w.valid_until > %(a)s)"
+    " ORDER BY w.rank, w.known_until DESC LIMIT 1) v WHERE"
+)
+_SIDE = (
+    "(SELECT f.id, {side} AS on_subject, {version}"
+    " f.project_id = %(p)s AND f.{column} = e.entity_id"
+    " AND f.source_role = ANY(%(roles)s) AND (%(s)s::text IS NULL OR f.data_subject_id = %(s)s)"
+    " ORDER BY f.recorded_at DESC, f.id LIMIT %(fan)s)"
+)
+
+
+def _touching(version: str) -> str:
+    subject_side = _SIDE.format(side="true", column="subject_entity_id", version=version)
+    object_side = _SIDE.format(side="false", column="object_entity_id", version=version)
+    return (
+        "SELECT e.entity_id AS reached, x.on_subject, f.id, s.name AS subject,"
+        " f.subject_entity_id, f.object_entity_id, o.name AS object_entity_name, f.predicate,"
+        " f.object, f.statement, f.confidence, x.valid_from, x.valid_until, f.source_role"
+        " FROM unnest(%(ends)s::uuid[]) WITH ORDINALITY e(entity_id, n)"
+        f" CROSS JOIN LATERAL ({subject_side} UNION ALL {object_side}) x"
+        " JOIN facts f ON f.id = x.id JOIN entities s ON s.id = f.subject_entity_id"
+        " LEFT JOIN entities o ON o.id = f.object_entity_id"
+        " ORDER BY e.n, x.on_subject DESC, f.recorded_at DESC, f.id LIMIT %(limit)s"
+    )
+
+
+TOUCHING_NOW = _touching(_NOW)
+TOUCHING_THEN = _touching(_THEN)
+
+
+async def facts_touching(
+    conn: Conn,
+    project_id: int,
+    ends: list[uuid.UUID],
+    *,
+    data_subject_id: str | None,
+    roles: list[str],
+    as_of: datetime,
+    as_known_at: datetime | None,
+    fanout: int,
+    limit: int,
+) -> list[HopRow]:
+    """Facts with `ends` as subject or object, valid at `as_of` and believed at `as_known_at`
+    (None: now), at most `fanout` per entity and side, at most `limit` in all, in `ends` order."""
+    async with conn.cursor(row_factory=class_row(HopRow)) as cursor:
+        await cursor.execute(
+            TOUCHING_NOW if as_known_at is None else TOUCHING_THEN,
+            {
+                "p": project_id,
+                "ends": ends,
+                "s": data_subject_id,
+                "roles": roles,
+                "a": as_of,
+                "k": as_known_at,
+                "fan": fanout,
+                "limit": limit,
+            },
+        )
+        return await cursor.fetchall()
