@@ -129,6 +129,7 @@ def tokens_create(
 @tokens_app.command("list")
 def tokens_list(
     project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per token.")] = False,
     data_dir: DataDir = None,
 ) -> None:
     """List tokens by prefix (the tokens themselves are never stored)."""
@@ -137,6 +138,22 @@ def tokens_list(
 
     with database(_memory_settings(data_dir)) as url:
         rows = list_tokens(url, project)
+    if as_json:
+        for row in rows:
+            typer.echo(
+                json.dumps(
+                    {
+                        "id": str(row.id),
+                        "project": row.project,
+                        "name": row.name,
+                        "prefix": row.prefix,
+                        "access": row.access,
+                        "created_at": row.created_at.isoformat(),
+                        "revoked_at": row.revoked_at.isoformat() if row.revoked_at else None,
+                    }
+                )
+            )
+        return
     table = Table()
     for column in ("project", "prefix", "access", "name", "created", "revoked", "id"):
         table.add_column(column)

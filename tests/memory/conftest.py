@@ -3,6 +3,9 @@ database per test cloned from a migrated template, and the real service on a loo
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,16 +22,19 @@ TEMPLATE = "satchel_test_template"
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server to create test databases on, with a migrated template database."""
-    import os
+def pg_admin_url() -> Iterator[str]:
+    """A server to create test databases on, with a migrated template database.
 
+    The embedded server lives in a folder of its own, outside pytest's shared temp root, which
+    a concurrent pytest run may reset.
+    """
     external = os.environ.get("SATCHEL_DATABASE_URL")
     embedded = None
+    folder = Path(tempfile.mkdtemp(prefix="satchel-pg-"))
     if external:
         url = external
     else:
-        embedded = start_embedded(Path(tmp_path_factory.mktemp("pg")))
+        embedded = start_embedded(folder)
         url = embedded.url
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
@@ -41,6 +47,7 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
         if embedded is not None:
             embedded.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

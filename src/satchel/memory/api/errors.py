@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException
 
 log = logging.getLogger("satchel.memory")
@@ -44,6 +45,20 @@ def error_response(
     )
 
 
+def failed(exc: Exception) -> JSONResponse:
+    """An unexpected failure: 503 `no_database_capacity` when PostgreSQL has no room for another
+    connection (or the pool none to lend), else 500 `internal`; neither reveals anything."""
+    if isinstance(exc, PoolTimeout) or getattr(exc, "sqlstate", None) == "53300":
+        return error_response(
+            503,
+            "no_database_capacity",
+            "the database has no capacity for this request; retry with backoff",
+            {"Retry-After": "1"},
+        )
+    log.error("unexpected %s while serving a request", type(exc).__name__)
+    return error_response(500, "internal", "the request could not be served")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every failure, framework ones included, onto the error shape."""
 
@@ -67,8 +82,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, "internal", "the request could not be served")
 
     async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.error("unexpected %s while serving a request", type(exc).__name__)
-        return error_response(500, "internal", "the request could not be served")
+        return failed(exc)
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation)

@@ -25,6 +25,10 @@ class Grant:
     read_only: bool
 
 
+LOOKUPS = 16  # credential lookups in flight at once
+LOOKUP_TIMEOUT = 2.0  # seconds to wait for a connection to look a credential up
+
+
 def unauthenticated() -> ApiError:
     return ApiError(401, "unauthenticated", "a credential is required")
 
@@ -37,6 +41,15 @@ def bearer(request: Request) -> str:
     if not token.startswith(TOKEN_PREFIX):
         raise unauthenticated()
     return token
+
+
+def rate_limited() -> ApiError:
+    return ApiError(
+        429,
+        "rate_limited",
+        "request capacity is busy; retry with backoff and the same idempotency key",
+        {"Retry-After": "1"},
+    )
 
 
 class Admission:
@@ -55,12 +68,7 @@ class Admission:
             or self.projects[grant.project_id] >= project
             or self.tokens[grant.token_id] >= token
         ):
-            raise ApiError(
-                429,
-                "rate_limited",
-                "request capacity is busy; retry with backoff and the same idempotency key",
-                {"Retry-After": "1"},
-            )
+            raise rate_limited()
         self.work += 1
         self.projects[grant.project_id] += 1
         self.tokens[grant.token_id] += 1
@@ -88,17 +96,26 @@ class Gate:
     def __init__(self, pool: AsyncConnectionPool, admission: Admission) -> None:
         self.pool = pool
         self.admission = admission
+        self.lookups = 0
 
     async def __call__(self, request: Request, access: Access) -> Callable[[], None]:
         token = bearer(request)
-        async with self.pool.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT p.id, p.name, t.id, t.access FROM tokens t "
-                "JOIN projects p ON p.id = t.project_id "
-                "WHERE t.digest = %s AND t.revoked_at IS NULL AND p.suspended_at IS NULL",
-                (token_digest(token),),
-            )
-            row = await cursor.fetchone()
+        # Credential lookups happen before admission, so they are bounded too: past the limit,
+        # or when no connection frees up in time, the request is refused instead of waiting.
+        if self.lookups >= LOOKUPS:
+            raise rate_limited()
+        self.lookups += 1
+        try:
+            async with self.pool.connection(timeout=LOOKUP_TIMEOUT) as conn:
+                cursor = await conn.execute(
+                    "SELECT p.id, p.name, t.id, t.access FROM tokens t "
+                    "JOIN projects p ON p.id = t.project_id "
+                    "WHERE t.digest = %s AND t.revoked_at IS NULL AND p.suspended_at IS NULL",
+                    (token_digest(token),),
+                )
+                row = await cursor.fetchone()
+        finally:
+            self.lookups -= 1
         if row is None:
             raise unauthenticated()
         grant = Grant(row[0], row[1], row[2], row[3] == "read_only")

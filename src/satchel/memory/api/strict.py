@@ -1,7 +1,9 @@
 """Strict request bodies and the per-route auth, admission and access checks.
 
 A body is one JSON object of at most 1 MiB, valid UTF-8 (no lone surrogates), nested at most 128
-deep, with no duplicate keys (also after case folding). Anything else is 400 `invalid_body`.
+deep, with no duplicate keys (also after case folding), no NaN or Infinity, and integers that fit
+in 64 bits. Anything else is 400 `invalid_body`. Field names match in any case, as for the
+reference server's decoder.
 Authentication, admission and the read-only check run before the body is read.
 """
 
@@ -12,9 +14,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal
 
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
-from satchel.memory.api.errors import ApiError, invalid_body
+from satchel.memory.api.errors import ApiError, failed, invalid_body
 
 MAX_BODY_BYTES = 1 << 20
 MAX_DEPTH = 128
@@ -27,13 +32,25 @@ class _Duplicate(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        folded = key.casefold()
-        if folded in seen:
+    """An object whose keys are case-folded: duplicates clash, field names match in any case."""
+    folded: dict[str, Any] = {}
+    for key, value in pairs:
+        name = key.casefold()
+        if name in folded:
             raise _Duplicate(key)
-        seen.add(folded)
-    return dict(pairs)
+        folded[name] = value
+    return folded
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError("integer out of range")
+    return value
 
 
 def _too_deep(value: Any) -> bool:
@@ -57,7 +74,9 @@ def decode_body(raw: bytes) -> dict[str, Any]:
         raise invalid_body()
     try:
         text = raw.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_pairs)
+        value = json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_int64
+        )
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (UnicodeError, ValueError, RecursionError):
         raise invalid_body() from None
@@ -93,15 +112,43 @@ class StrictRequest(Request):
 Gate = Callable[[Request, Access], Awaitable[Callable[[], None]]]
 
 
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorAnswer(BaseModel):
+    """The contract's error shape, the body of every refusal."""
+
+    error: ErrorDetail
+
+
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorAnswer, "description": "Refused; `error.code` says why."},
+    "5XX": {"model": ErrorAnswer, "description": "Failed; `internal` or `no_database_capacity`."},
+}
+
+
 class StrictRoute(APIRoute):
     """A route that authenticates, admits and checks access, then decodes its body strictly.
 
     Its access (`read` or `write`) is declared as `x-access` in the route's OpenAPI extra, so
-    the published schema says it too (see `access`).
+    the published schema says it too (see `access`); its refusals are documented in the
+    contract's error shape (not FastAPI's 422 validation answer, which is never served).
 
     The app sets `request.app.state.gate`: an async callable that authenticates the request,
     takes an admission slot, checks access, and returns the function that releases the slot.
     """
+
+    def __init__(
+        self,
+        path: str,
+        endpoint: Callable[..., Any],
+        *,
+        responses: dict[int | str, dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(path, endpoint, responses={**REFUSALS, **(responses or {})}, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -109,13 +156,18 @@ class StrictRoute(APIRoute):
 
         async def strict_handler(request: Request) -> Response:
             strict = StrictRequest(_as_json(request.scope), request.receive)
-            if access is None:
-                return await handler(strict)
-            release = await request.app.state.gate(strict, access)
             try:
-                return await handler(strict)
-            finally:
-                release()
+                if access is None:
+                    return await handler(strict)
+                release = await request.app.state.gate(strict, access)
+                try:
+                    return await handler(strict)
+                finally:
+                    release()
+            except (ApiError, HTTPException, RequestValidationError):
+                raise
+            except Exception as exc:  # answered here: past this point the connection is dropped
+                return failed(exc)
 
         return strict_handler
 

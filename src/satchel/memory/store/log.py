@@ -22,13 +22,14 @@ async def claim_offset(conn: Conn, project_id: int) -> int:
 
 
 async def recompute_formed(conn: Conn, project_id: int) -> None:
-    """`formed` is one below the lowest turn neither formed nor parked, else the highest offset."""
+    """`formed` is one below the lowest turn neither formed nor parked, else the highest claimed
+    offset (`stored`), so erasing the newest turns does not move it back."""
     await conn.execute(
         "UPDATE projects SET formed = ("
-        " SELECT CASE WHEN u.low IS NULL THEN h.high WHEN u.low = 0 THEN NULL ELSE u.low - 1 END"
+        " SELECT CASE WHEN u.low IS NULL THEN projects.stored WHEN u.low = 0 THEN NULL"
+        "  ELSE u.low - 1 END"
         " FROM (SELECT min(log_offset) AS low FROM observations WHERE project_id = %(p)s"
-        "       AND formed_at IS NULL AND parked_at IS NULL) u,"
-        "      (SELECT max(log_offset) AS high FROM observations WHERE project_id = %(p)s) h"
+        "       AND formed_at IS NULL AND parked_at IS NULL) u"
         ") WHERE id = %(p)s",
         {"p": project_id},
     )

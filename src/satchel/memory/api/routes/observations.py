@@ -14,7 +14,7 @@ from satchel.memory.api.bodies import Answer, Body, Timestamp
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.log import claim_offset, freshness, recompute_formed
+from satchel.memory.store.log import freshness
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -51,6 +51,28 @@ class Freshness(Answer):
     parked: int
 
 
+# One round trip: claim the next offset (moving `formed` with it when this turn is formed at
+# once and none before it waits), then write the turn, its messages and its retry key.
+APPEND = (
+    "WITH claimed AS (UPDATE projects SET stored = COALESCE(stored, -1) + 1,"
+    " formed = CASE WHEN %(formed)s AND NOT EXISTS (SELECT 1 FROM observations u"
+    "  WHERE u.project_id = %(p)s AND u.formed_at IS NULL AND u.parked_at IS NULL)"
+    "  THEN COALESCE(stored, -1) + 1 ELSE formed END"
+    " WHERE id = %(p)s RETURNING stored),"
+    " turn AS (INSERT INTO observations (id, project_id, log_offset, data_subject_id,"
+    "  occurred_at, formed_at) SELECT %(o)s, %(p)s, stored, %(s)s, %(t)s,"
+    "  CASE WHEN %(formed)s THEN now() END FROM claimed RETURNING id, log_offset),"
+    " said AS (INSERT INTO messages (id, observation_id, project_id, data_subject_id, ordinal,"
+    "  role, content, group_ordinal, occurred_at)"
+    "  SELECT m.id, turn.id, %(p)s, %(s)s, m.n - 1, m.role, m.content, m.g, m.at FROM turn,"
+    "  unnest(%(ids)s::uuid[], %(roles)s::text[], %(contents)s::text[], %(groups)s::int[],"
+    "  %(times)s::timestamptz[]) WITH ORDINALITY AS m(id, role, content, g, at, n)),"
+    " keyed AS (INSERT INTO retry_keys (project_id, key_digest, fingerprint, observation_id)"
+    "  SELECT %(p)s, %(d)s, %(f)s, turn.id FROM turn WHERE %(d)s::bytea IS NOT NULL)"
+    " SELECT log_offset FROM turn"
+)
+
+
 def _invalid(message: str) -> ApiError:
     return ApiError(400, "invalid_turn", message)
 
@@ -82,6 +104,8 @@ def groups_of(messages: list[ObservedMessage]) -> list[int]:
             )
         if not message.content.strip():
             raise _invalid(f"message {index} ({message.role}) has no content")
+        if "\x00" in message.content:
+            raise _invalid(f"message {index} ({message.role}) contains a NUL character")
         group = message.group_ordinal if explicit else index
         assert group is not None
         previous = groups[-1] if groups else None
@@ -137,6 +161,8 @@ async def observe(
     groups = groups_of(body.messages)
     key = idempotency_key(body.idempotency_key)
     subject = body.data_subject_id or None
+    if subject is not None and "\x00" in subject:
+        raise _invalid("data_subject_id must not contain a NUL character")
     turn_time = (body.occurred_at or datetime.now(UTC)).astimezone(UTC)
     digest = key_digest("observe/v1:", key) if key else None
     print_ = fingerprint(grant.project, subject, body.messages, groups)
@@ -144,7 +170,8 @@ async def observe(
     async with request.app.state.pool.connection() as conn, conn.transaction():
         if digest is not None:
             await conn.execute(
-                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (grant.project_id, str(key))
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                (grant.project_id, str(key)),
             )
             cursor = await conn.execute(
                 "SELECT r.fingerprint, o.id, o.log_offset FROM retry_keys r "
@@ -161,42 +188,27 @@ async def observe(
                         "idempotency key was already used for a different or erased observation",
                     )
                 return Receipt(id=str(seen[1]), scope=grant.project, log_offset=seen[2])
-        offset = await claim_offset(conn, grant.project_id)
         observation_id = uuid.uuid4()
-        await conn.execute(
-            "INSERT INTO observations (id, project_id, log_offset, data_subject_id, occurred_at,"
-            " formed_at) VALUES (%s, %s, %s, %s, %s, CASE WHEN %s THEN now() END)",
-            (observation_id, grant.project_id, offset, subject, turn_time, formed_now),
+        cursor = await conn.execute(
+            APPEND,
+            {
+                "p": grant.project_id,
+                "o": observation_id,
+                "s": subject,
+                "t": turn_time,
+                "formed": formed_now,
+                "d": digest,
+                "f": print_,
+                "ids": [uuid.uuid4() for _ in body.messages],
+                "roles": [m.role for m in body.messages],
+                "contents": [m.content for m in body.messages],
+                "groups": groups,
+                "times": [(m.occurred_at or turn_time).astimezone(UTC) for m in body.messages],
+            },
         )
-        async with conn.cursor() as cursor:
-            await cursor.executemany(
-                "INSERT INTO messages (id, observation_id, project_id, data_subject_id, ordinal,"
-                " role, content, group_ordinal, occurred_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [
-                    (
-                        uuid.uuid4(),
-                        observation_id,
-                        grant.project_id,
-                        subject,
-                        index,
-                        message.role,
-                        message.content,
-                        group,
-                        (message.occurred_at or turn_time).astimezone(UTC),
-                    )
-                    for index, (message, group) in enumerate(
-                        zip(body.messages, groups, strict=True)
-                    )
-                ],
-            )
-        if digest is not None:
-            await conn.execute(
-                "INSERT INTO retry_keys (project_id, key_digest, fingerprint, observation_id)"
-                " VALUES (%s, %s, %s, %s)",
-                (grant.project_id, digest, print_, observation_id),
-            )
-        await recompute_formed(conn, grant.project_id)
+        row = await cursor.fetchone()
+        assert row is not None
+        offset: int = row[0]
     return Receipt(id=str(observation_id), scope=grant.project, log_offset=offset)
 
 

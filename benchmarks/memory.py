@@ -1,0 +1,552 @@
+"""Latency and throughput of the memory deployment against the design's targets.
+
+Starts its own embedded PostgreSQL in a temporary directory and `satchel serve` on a loopback
+port (a separate process, as deployed), then measures over HTTP with keep-alive connections:
+
+* observe: one client posting turns one after another (p50, p95 in ms), then 8 concurrent
+  clients (turns/s over the whole run);
+* recall at 100k facts: facts loaded in bulk with COPY, row for row what `records/assert`
+  writes (a curated source turn and its message, entities and the observations naming them,
+  the fact and its evidence), then 1-hop questions naming one person (p50, p95);
+* contexts for a subject with 10k formed turns (p95), once with only the turns and once with
+  the segments a formation worker would have written over them (levels 1..4, 8 per parent).
+
+The table shows each figure beside its target; the last line printed is one JSON object with
+`observe_p50_ms`, `observe_p95_ms`, `observe_8_clients_per_s`, `recall_p50_ms`,
+`recall_p95_ms` and `contexts_p95_ms` (the worse of the two context rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from rich.console import Console
+from rich.table import Table
+
+from satchel.memory.store.database import migrate
+from satchel.memory.store.embedded import start_embedded
+from satchel.memory.tokens import create_token
+
+# First, middle and last names: up to 80,000 people; 20,000 of them hold 5 facts each at 100k.
+FIRST_TEXT = """
+Aoife Ciara Niamh Saoirse Orla Roisin Siobhan Eimear Grainne Maeve Cian Oisin Darragh Eoin Fionn
+Ruairi Padraig Tadhg Colm Diarmuid Ada Grace Alan Edsger Barbara Donald Frances Margaret Katherine
+Dorothy John Leslie Tony Radia Sophie Hedy Annie Mary Karen Lynn
+"""
+LAST_TEXT = """
+Brennan Byrne Carroll Doherty Duffy Dunne Farrell Flanagan Gallagher Healy Hogan Kavanagh Keane
+Kelleher Lynch Madden Moran Nolan Quinn Regan Sheehan Walsh Whelan Lovelace Hopper Turing Dijkstra
+Liskov Knuth Allen Hamilton Johnson Vaughan Hoare Lamport Perlman Wilson Lamarr Easley Keller Jones
+Conway Ritchie Thompson Kernighan Pike Cerf Kahn Postel Clark
+"""
+FIRST_NAMES, LAST_NAMES = FIRST_TEXT.split(), LAST_TEXT.split()
+PREDICATES = {
+    "works_at": [f"Company {n}" for n in range(400)],
+    "lives_in": [f"Town {n}" for n in range(300)],
+    "speaks": [f"Language {n}" for n in range(40)],
+    "uses": [f"Tool {n}" for n in range(250)],
+    "knows": [],  # another person
+}
+ASKED = "Turn {}: can we move the design review to Thursday at 3?"
+ANSWERED = "Done: Thursday 15:00, and I told the others in the channel."
+TARGETS = {
+    "observe_p50_ms": ("<=", 5.0),
+    "observe_p95_ms": ("<=", 15.0),
+    "observe_8_clients_per_s": (">=", 500.0),
+    "recall_p50_ms": ("<=", 10.0),
+    "recall_p95_ms": ("<=", 25.0),
+    "contexts_p95_ms": ("<=", 20.0),
+}
+
+console = Console()
+
+
+# ---- the service -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def service(url: str, folder: Path) -> Iterator[int]:
+    """`satchel serve` over `url` on a loopback port, until the block ends."""
+    port = free_port()
+    env = {**os.environ, "SATCHEL_DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
+    log = folder / "serve.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "satchel", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"satchel serve did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield port
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def ready(port: int) -> bool:
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        connection.request("GET", "/ready")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+
+
+class Client:
+    """One keep-alive connection with a bearer token."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
+        self.connection.request("POST", path, json.dumps(body).encode(), self.headers)
+        answer = self.connection.getresponse()
+        data = answer.read()
+        if answer.status != expect:
+            raise RuntimeError(f"{path} answered {answer.status}: {data[:300]!r}")
+        parsed: dict[str, Any] = json.loads(data)
+        return parsed
+
+    def timed(self, path: str, body: dict[str, Any], expect: int = 200) -> float:
+        """Milliseconds from sending the request to reading the whole answer."""
+        start = time.perf_counter()
+        self.post(path, body, expect)
+        return (time.perf_counter() - start) * 1000
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+# ---- observe -----------------------------------------------------------------------------------
+
+
+def turn(n: int) -> dict[str, Any]:
+    return {
+        "idempotency_key": str(uuid.uuid4()),
+        "data_subject_id": f"person-{n % 50}",
+        "messages": [
+            {"role": "user", "content": f"Turn {n}: I moved my standup to 9:30 on Tuesdays."},
+            {"role": "assistant", "content": "Noted; I will remind you on Monday evenings."},
+        ],
+    }
+
+
+def observe_one_client(port: int, token: str, count: int, warmup: int) -> list[float]:
+    client = Client(port, token)
+    for n in range(warmup):
+        client.post("/v1/observations", turn(n), 201)
+    samples = [client.timed("/v1/observations", turn(n), 201) for n in range(count)]
+    client.close()
+    return samples
+
+
+def observe_concurrently(port: int, token: str, clients: int, each: int) -> float:
+    """Turns per second with `clients` clients posting `each` turns apiece."""
+    start = threading.Barrier(clients + 1)
+    failures: list[BaseException] = []
+
+    def run(index: int) -> None:
+        client = Client(port, token)
+        client.post("/v1/observations", turn(index), 201)
+        start.wait()
+        try:
+            for n in range(each):
+                client.post("/v1/observations", turn(index * each + n), 201)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    if failures:
+        raise failures[0]
+    return clients * each / elapsed
+
+
+# ---- bulk data ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    people: list[str]
+    seconds: float
+
+
+def project(conn: psycopg.Connection[Any], name: str, url: str) -> tuple[int, str]:
+    token = create_token(url, name)
+    row = conn.execute("SELECT id FROM projects WHERE name = %s", (name,)).fetchone()
+    assert row is not None
+    return row[0], token
+
+
+def load_facts(url: str, project_id: int, count: int, seed: int) -> Loaded:
+    """`count` authored facts about generated people, as `records/assert` would store them."""
+    began = time.perf_counter()
+    rng = random.Random(seed)
+    people = [
+        f"{first} {middle} {last}"
+        for first in FIRST_NAMES
+        for middle in FIRST_NAMES
+        for last in LAST_NAMES
+        if first != middle
+    ]
+    rng.shuffle(people)
+    people = people[: max(1, count // 5)]
+    entities: dict[str, uuid.UUID] = {}
+    principal = uuid.uuid4()
+    now = datetime.now(UTC)
+
+    def entity(name: str) -> uuid.UUID:
+        if name not in entities:
+            entities[name] = uuid.uuid4()
+        return entities[name]
+
+    observations, messages, facts, evidence, sources = [], [], [], [], set()
+    for offset in range(count):
+        person = people[offset % len(people)]
+        predicate = list(PREDICATES)[offset // len(people) % len(PREDICATES)]
+        choices = PREDICATES[predicate] or people
+        obj = rng.choice(choices)
+        statement = f"{person} {predicate.replace('_', ' ')} {obj}."
+        at = now - timedelta(seconds=count - offset)
+        observation, message, fact = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+        subject_entity, object_entity = entity(person), entity(obj)
+        observations.append((observation, project_id, offset, "curated", at, at))
+        messages.append((message, observation, project_id, 0, "user", statement, 0, at))
+        sources.update({(subject_entity, observation), (object_entity, observation)})
+        facts.append(
+            (
+                fact,
+                project_id,
+                subject_entity,
+                predicate,
+                obj,
+                object_entity,
+                statement,
+                1.0,
+                "user",
+                observation,
+                uuid.uuid4(),
+                at,
+                at,
+                True,
+                at,
+            )
+        )
+        evidence.append(
+            (
+                fact,
+                observation,
+                message,
+                0,
+                statement,
+                0,
+                len(statement.encode()),
+                principal,
+                "curated/v1",
+            )
+        )
+    with psycopg.connect(url) as conn:
+        copy(
+            conn,
+            "observations (id, project_id, log_offset, kind, occurred_at, formed_at)",
+            observations,
+        )
+        copy(
+            conn,
+            "messages (id, observation_id, project_id, ordinal, role, content, group_ordinal,"
+            " occurred_at)",
+            messages,
+        )
+        copy(
+            conn,
+            "entities (id, project_id, name, normalized)",
+            [(i, project_id, n, " ".join(n.lower().split())) for n, i in entities.items()],
+        )
+        copy(conn, "entity_sources (entity_id, observation_id)", sorted(sources))
+        copy(
+            conn,
+            "facts (id, project_id, subject_entity_id, predicate, object, object_entity_id,"
+            " statement, confidence, source_role, source_observation_id, version, valid_from,"
+            " known_from, authored, recorded_at)",
+            facts,
+        )
+        copy(
+            conn,
+            "fact_evidence (fact_id, observation_id, message_id, source_ordinal, quote,"
+            " byte_start, byte_end, authored_by, extractor_version)",
+            evidence,
+        )
+        conn.execute(
+            "UPDATE projects SET stored = %s, formed = %s WHERE id = %s",
+            (count - 1, count - 1, project_id),
+        )
+    return Loaded(people, time.perf_counter() - began)
+
+
+def load_turns(url: str, project_id: int, subject: str, count: int, segments: bool) -> float:
+    """`count` formed turns of one subject (two messages each), and optionally the segments a
+    worker would write over all but the newest 8: level 1 per 8 turns, each level above per 8
+    segments below. Returns the seconds spent."""
+    began = time.perf_counter()
+    now = datetime.now(UTC)
+    observations, messages, ids = [], [], []
+    for offset in range(count):
+        at = now - timedelta(minutes=count - offset)
+        observation = uuid.uuid4()
+        ids.append(observation)
+        observations.append((observation, project_id, offset, subject, "turn", at, at))
+        messages.append(
+            (
+                uuid.uuid4(),
+                observation,
+                project_id,
+                subject,
+                0,
+                "user",
+                f"Turn {offset}: can we move the design review to Thursday at 3?",
+                0,
+                at,
+            )
+        )
+        messages.append(
+            (
+                uuid.uuid4(),
+                observation,
+                project_id,
+                subject,
+                1,
+                "assistant",
+                "Done: Thursday 15:00, and I told the others in the channel.",
+                1,
+                at,
+            )
+        )
+    rows: list[tuple[Any, ...]] = []
+    links: list[tuple[uuid.UUID, uuid.UUID]] = []
+    if segments:
+        below = [(offset, offset, [ids[offset]]) for offset in range(count - 8)]
+        for level in range(1, 7):
+            above = []
+            for start in range(0, len(below) - len(below) % 8, 8):
+                group = below[start : start + 8]
+                segment = uuid.uuid4()
+                sources = [s for _, _, members in group for s in members]
+                low, high = group[0][0], group[-1][1]
+                summary = f"Level {level} summary of turns {low}..{high}: " + "scheduling; " * 30
+                rows.append((segment, project_id, subject, level, low, high, len(sources), summary))
+                links.extend((segment, source) for source in sources)
+                above.append((low, high, sources))
+            if len(above) < 8:
+                break
+            below = above
+    with psycopg.connect(url) as conn:
+        copy(
+            conn,
+            "observations (id, project_id, log_offset, data_subject_id, kind, occurred_at,"
+            " formed_at)",
+            observations,
+        )
+        copy(
+            conn,
+            "messages (id, observation_id, project_id, data_subject_id, ordinal, role, content,"
+            " group_ordinal, occurred_at)",
+            messages,
+        )
+        copy(
+            conn,
+            "segments (id, project_id, data_subject_id, level, from_offset, to_offset, covered,"
+            " summary)",
+            rows,
+        )
+        copy(conn, "segment_sources (segment_id, observation_id)", links)
+        conn.execute(
+            "UPDATE projects SET stored = %s, formed = %s WHERE id = %s",
+            (count - 1, count - 1, project_id),
+        )
+    return time.perf_counter() - began
+
+
+def copy(conn: psycopg.Connection[Any], target: str, rows: list[Any]) -> None:
+    with conn.cursor() as cursor, cursor.copy(f"COPY {target} FROM STDIN") as writer:
+        for row in rows:
+            writer.write_row(row)
+
+
+# ---- reads -------------------------------------------------------------------------------------
+
+
+def timed_reads(
+    port: int, token: str, body: Callable[[int], dict[str, Any]], path: str, count: int
+) -> list[float]:
+    client = Client(port, token)
+    for n in range(min(50, count)):
+        client.post(path, body(n))
+    samples = [client.timed(path, body(n)) for n in range(count)]
+    client.close()
+    return samples
+
+
+def checked_recall(port: int, token: str, person: str) -> None:
+    """A recall about a loaded person finds that person's facts (the load is what recall reads)."""
+    client = Client(port, token)
+    answer = client.post("/v1/recalls", {"question": f"What do we know about {person}?"})
+    client.close()
+    if not answer["facts"]:
+        raise RuntimeError(f"a recall about {person} found no facts: {answer}")
+
+
+# ---- report ------------------------------------------------------------------------------------
+
+
+def report(results: dict[str, float | None], notes: dict[str, str]) -> None:
+    table = Table(title="satchel memory (embedded PostgreSQL, loopback)")
+    for column in ("measure", "value", "target", ""):
+        table.add_column(column)
+    for key, (op, goal) in TARGETS.items():
+        value = results.get(key)
+        if value is None:
+            table.add_row(key, "n/a", f"{op} {goal:g}", notes.get(key, "not measured"))
+            continue
+        met = value <= goal if op == "<=" else value >= goal
+        mark = "[green]met[/green]" if met else "[red]missed[/red]"
+        table.add_row(key, f"{value:.2f}", f"{op} {goal:g}", mark)
+    for key, note in notes.items():
+        if key not in TARGETS:
+            table.add_row(key, "", "", note)
+    console.print(table)
+
+
+def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
+    results: dict[str, float | None] = dict.fromkeys(TARGETS)
+    notes: dict[str, str] = {}
+    embedded = start_embedded(folder / "data")
+    try:
+        url = embedded.url
+        migrate(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            _, observe_token = project(conn, "observe", url)
+            recall_project, recall_token = project(conn, "recall", url)
+            contexts_project, contexts_token = project(conn, "contexts", url)
+        loaded = load_facts(url, recall_project, args.facts, args.seed)
+        notes["recall load"] = f"{args.facts} facts by COPY in {loaded.seconds:.1f} s"
+        spent = load_turns(url, contexts_project, "long-history", args.turns, segments=False)
+        with psycopg.connect(url, autocommit=True) as conn:
+            segmented_project, segmented_token = project(conn, "segmented", url)
+        spent += load_turns(url, segmented_project, "long-history", args.turns, segments=True)
+        notes["contexts load"] = f"2 x {args.turns} turns by COPY in {spent:.1f} s"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
+        with service(url, folder) as port:
+            one = observe_one_client(port, observe_token, args.observe, args.warmup)
+            results["observe_p50_ms"] = statistics.median(one)
+            results["observe_p95_ms"] = percentile(one, 0.95)
+            results["observe_8_clients_per_s"] = observe_concurrently(
+                port, observe_token, args.clients, args.observe // 2
+            )
+            rng = random.Random(args.seed + 1)
+            asked = [rng.choice(loaded.people) for _ in range(args.reads)]
+            checked_recall(port, recall_token, asked[0])
+            recall = timed_reads(
+                port,
+                recall_token,
+                lambda n: {"question": f"Where does {asked[n]} work?", "hops": 1},
+                "/v1/recalls",
+                args.reads,
+            )
+            results["recall_p50_ms"] = statistics.median(recall)
+            results["recall_p95_ms"] = percentile(recall, 0.95)
+            plain = timed_reads(
+                port,
+                contexts_token,
+                lambda _: {"data_subject_id": "long-history"},
+                "/v1/contexts",
+                args.reads,
+            )
+            segmented = timed_reads(
+                port,
+                segmented_token,
+                lambda _: {"data_subject_id": "long-history"},
+                "/v1/contexts",
+                args.reads,
+            )
+            notes["contexts, turns only"] = f"p95 {percentile(plain, 0.95):.2f} ms"
+            notes["contexts, with segments"] = f"p95 {percentile(segmented, 0.95):.2f} ms"
+            results["contexts_p95_ms"] = max(percentile(plain, 0.95), percentile(segmented, 0.95))
+    finally:
+        embedded.stop()
+    report(results, notes)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--observe", type=int, default=2000, help="timed observations (1 client)")
+    parser.add_argument("--warmup", type=int, default=200, help="untimed observations first")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent observing clients")
+    parser.add_argument("--facts", type=int, default=100_000, help="facts loaded for recall")
+    parser.add_argument("--turns", type=int, default=10_000, help="turns of the context subject")
+    parser.add_argument("--reads", type=int, default=500, help="timed recalls and contexts")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="satchel-bench-memory-"))
+    try:
+        results = run(args, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps({key: None if v is None else round(v, 3) for key, v in results.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Erasure: delete every row derived from a subject or from chosen observations, in one go."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from psycopg import errors
+from psycopg.types.json import Jsonb
+
+from satchel.memory.store.derived import SOURCES, Conn, Kind, Scope, kinds_for, mark
+from satchel.memory.store.log import recompute_formed
+
+ATTEMPTS = 3
+
+# The order rows go in: evidence before facts, facts before the entities they name, everything
+# before the observations whose deletion would otherwise cascade.
+ORDER = (
+    "fact_evidence",
+    "fact_history",
+    "record_retraction",
+    "fact",
+    "entity",
+    "segment",
+    "agent_artifact",
+    "data_subject",
+    "message",
+    "observation",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What one erasure did: rows deleted and rows of the same predicates left, per kind."""
+
+    id: uuid.UUID
+    completed_at: datetime
+    deleted: dict[str, int]
+    residual: dict[str, int]
+
+    @property
+    def clean(self) -> bool:
+        return not any(self.residual.values())
+
+
+async def _count(conn: Conn, sql: str, scope: Scope) -> int:
+    cursor = await conn.execute(sql, scope.params())
+    row = await cursor.fetchone()
+    assert row is not None
+    count: int = row[0]
+    return count
+
+
+async def _delete(conn: Conn, kind: Kind, scope: Scope) -> int:
+    if kind.name == "agent_artifact":
+        await conn.execute(
+            "INSERT INTO artifact_tombstones (project_id, id)"
+            f" {kind.select('t.project_id, t.id')} ON CONFLICT DO NOTHING",
+            scope.params(),
+        )
+    if kind.name == "data_subject":
+        # The registration key stays used (a delayed retry conflicts) but forgets the fields.
+        await conn.execute(
+            "UPDATE retry_keys SET fingerprint = ''::bytea WHERE project_id = %(p)s"
+            f" AND key_digest IN ({kind.select('t.key_digest')})",
+            scope.params(),
+        )
+    if kind.name == "observation":
+        await conn.execute(
+            "UPDATE retry_keys SET observation_id = NULL, fingerprint = ''::bytea"
+            f" WHERE project_id = %(p)s AND observation_id IN {SOURCES}",
+            scope.params(),
+        )
+    cursor = await conn.execute(kind.delete(), scope.params())
+    if kind.detach is not None:
+        await conn.execute(kind.detach, scope.params())
+    return cursor.rowcount
+
+
+async def erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
+    """Erase `scope` in one transaction; idempotency keys of erased turns stay as tombstones.
+
+    The project's row is locked first, so no turn of the scope can be appended meanwhile. A
+    change that locked a fact of the scope before asking for that row (a correction) can
+    deadlock with it; PostgreSQL then aborts one side, and the erasure starts over.
+    """
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return await _erase(conn, scope, reason)
+        except errors.DeadlockDetected:
+            if attempt == ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
+    async with conn.transaction():
+        await conn.execute(
+            "SELECT 1 FROM projects WHERE id = %s FOR NO KEY UPDATE", (scope.project_id,)
+        )
+        await mark(conn, scope)
+        kinds = {kind.name: kind for kind in kinds_for(scope)}
+        deleted: dict[str, int] = {}
+        for name in ORDER:
+            if name in kinds:
+                deleted[name] = await _delete(conn, kinds[name], scope)
+        residual = {
+            name: await _count(conn, kind.select("count(*)"), scope)
+            for name, kind in kinds.items()
+            if name != "observation"
+        }
+        await recompute_formed(conn, scope.project_id)
+        cursor = await conn.execute(
+            "INSERT INTO erasures (id, project_id, reason, deleted, residual)"
+            " VALUES (%s, %s, %s, %s, %s) RETURNING id, completed_at",
+            (uuid.uuid4(), scope.project_id, reason, Jsonb(deleted), Jsonb(residual)),
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    return Erased(row[0], row[1], deleted, residual)

@@ -1,0 +1,107 @@
+"""`satchel tokens create|list|revoke` and `satchel serve`, run as the commands they are."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from memory_kit import LiveServer
+from memory_process import Served, embedded_postmaster, environment, satchel, stop_embedded
+
+from satchel.memory.tokens import TOKEN_PATTERN
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="satchel-cli-"))
+    try:
+        yield folder / "data"
+    finally:
+        stop_embedded(folder / "data")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def created(env: dict[str, str], data_dir: Path, *args: str) -> str:
+    result = satchel("tokens", "create", "--data-dir", str(data_dir), *args, env=env)
+    assert result.returncode == 0, result.stderr
+    token = result.stdout.strip()
+    assert TOKEN_PATTERN.fullmatch(token)
+    return token
+
+
+def test_tokens_against_a_database_url(live_server: LiveServer, data_dir: Path) -> None:
+    env = environment(live_server.database_url)
+    writer = created(env, data_dir, "--project", "alpha", "--name", "ci")
+    reader = created(env, data_dir, "--project", "alpha", "--read-only")
+    other = created(env, data_dir, "--project", "beta")
+    assert len({writer, reader, other}) == 3
+
+    listing = satchel("tokens", "list", "--data-dir", str(data_dir), env=env, timeout=60)
+    assert listing.returncode == 0, listing.stderr
+    for token in (writer, reader, other):
+        assert token[:12] in listing.stdout
+        assert token not in listing.stdout
+        assert token[12:20] not in listing.stdout
+    assert "read_only" in listing.stdout and "read_write" in listing.stdout
+    only = satchel("tokens", "list", "--project", "beta", "--data-dir", str(data_dir), env=env)
+    assert other[:12] in only.stdout and writer[:12] not in only.stdout
+
+    with httpx.Client(base_url=live_server.base_url) as client:
+        ask = {"Authorization": f"Bearer {writer}"}
+        assert client.get("/v1/freshness", headers=ask).json()["scope"] == "alpha"
+        read_only = {"Authorization": f"Bearer {reader}"}
+        observed = client.post("/v1/observations", json={"messages": []}, headers=read_only)
+        assert observed.status_code == 403
+
+        revoked = satchel("tokens", "revoke", writer[:12], "--data-dir", str(data_dir), env=env)
+        assert revoked.returncode == 0, revoked.stderr
+        assert client.get("/v1/freshness", headers=ask).status_code == 401
+        again = satchel("tokens", "revoke", writer[:12], "--data-dir", str(data_dir), env=env)
+        assert again.returncode == 1
+        assert client.get("/v1/freshness", headers=read_only).status_code == 200
+
+    bad = satchel(
+        "tokens", "create", "--project", "no spaces", "--data-dir", str(data_dir), env=env
+    )
+    assert bad.returncode == 2
+
+
+def test_tokens_against_an_embedded_data_dir(data_dir: Path) -> None:
+    env = environment(None)
+    token = created(env, data_dir, "--project", "local")
+    assert embedded_postmaster(data_dir) is None  # the command stopped the server it started
+    listing = satchel("tokens", "list", "--data-dir", str(data_dir), env=env)
+    assert token[:12] in listing.stdout
+    revoked = satchel("tokens", "revoke", token, "--data-dir", str(data_dir), env=env)
+    assert revoked.returncode == 0, revoked.stderr
+    assert embedded_postmaster(data_dir) is None
+
+
+def test_serve_prints_its_address_and_stops_on_ctrl_c(
+    live_server: LiveServer, data_dir: Path
+) -> None:
+    env = environment(live_server.database_url)
+    server = Served(data_dir, env)
+    try:
+        server.wait_ready()
+        token = created(env, data_dir, "--project", "alpha")  # while the server runs
+        with httpx.Client(base_url=server.base_url) as client:
+            answer = client.get("/v1/freshness", headers={"Authorization": f"Bearer {token}"})
+            assert answer.json()["scope"] == "alpha"
+    finally:
+        status = server.interrupt()
+    assert status in (0, 130)
+    output = server.output()
+    assert re.search(rf"serving on http://127\.0\.0\.1:{server.port}\b", output), output
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("role", ["worker", "nonsense"])
+def test_serve_refuses_roles_it_cannot_play(data_dir: Path, role: str) -> None:
+    result = satchel("serve", "--role", role, "--data-dir", str(data_dir), env=environment(None))
+    assert result.returncode == 2
