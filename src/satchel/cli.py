@@ -92,7 +92,10 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     data_dir: DataDir = None,
-    role: Annotated[str, typer.Option(help="all | api | worker")] = "all",
+    role: Annotated[
+        str,
+        typer.Option(help="all: API and worker; api: HTTP only; worker: formation only."),
+    ] = "all",
 ) -> None:
     """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set)."""
     from satchel.memory.server import serve as run
@@ -100,10 +103,47 @@ def serve(
     if role not in ("all", "api", "worker"):
         console.print(f"[red]--role must be all, api or worker, not {role!r}[/red]")
         raise typer.Exit(2)
-    if role == "worker":
-        console.print("[red]this version has no formation worker; use --role all or api[/red]")
-        raise typer.Exit(2)
-    run(_memory_settings(data_dir), host, port, announce=console.print)
+    from satchel.memory.formation.model import HostNotAllowed
+    from satchel.memory.server import work
+
+    try:
+        settings = _memory_settings(data_dir)
+        if role == "worker":
+            work(settings, announce=console.print)
+        else:
+            run(settings, host, port, announce=console.print, with_worker=role == "all")
+    except HostNotAllowed as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def worker(data_dir: DataDir = None) -> None:
+    """Form stored turns: facts, segments and passages (stops on Ctrl-C or SIGTERM)."""
+    from satchel.memory.formation.model import HostNotAllowed
+    from satchel.memory.server import work
+
+    try:
+        work(_memory_settings(data_dir), announce=console.print)
+    except HostNotAllowed as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+formation_app = typer.Typer(help="Operate the formation of stored turns.")
+app.add_typer(formation_app, name="formation")
+
+
+@formation_app.command("unpark")
+def formation_unpark(
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Put parked turns (those that failed formation 6 times) back in line for the worker."""
+    from satchel.memory.server import unpark
+
+    count = unpark(_memory_settings(data_dir), project)
+    console.print(f"unparked {count} turn(s)")
 
 
 @tokens_app.command("create")

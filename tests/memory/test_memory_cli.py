@@ -101,7 +101,8 @@ def test_serve_prints_its_address_and_stops_on_ctrl_c(
     assert "Traceback" not in output
 
 
-@pytest.mark.parametrize("role", ["worker", "nonsense"])
-def test_serve_refuses_roles_it_cannot_play(data_dir: Path, role: str) -> None:
-    result = satchel("serve", "--role", role, "--data-dir", str(data_dir), env=environment(None))
+def test_serve_refuses_an_unknown_role(data_dir: Path) -> None:
+    result = satchel(
+        "serve", "--role", "nonsense", "--data-dir", str(data_dir), env=environment(None)
+    )
     assert result.returncode == 2

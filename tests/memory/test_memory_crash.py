@@ -133,7 +133,11 @@ def crash_and_restart(data_dir: Path, env: dict[str, str]) -> None:
         with httpx.Client(
             base_url=second.base_url, headers={"Authorization": f"Bearer {stream.token}"}
         ) as client:
+            deadline = time.monotonic() + 60  # the in-process worker forms what was stored
             freshness = client.get("/v1/freshness").json()
+            while freshness["formed"] != freshness["stored"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+                freshness = client.get("/v1/freshness").json()
         assert freshness["stored"] == freshness["formed"]
         check_log(env.get("SATCHEL_DATABASE_URL") or embedded_url(data_dir), stream)
         assert second.interrupt() in (0, 130)  # Ctrl-C: a clean stop, status 130 or 0

@@ -1,4 +1,4 @@
-"""Reading the stored words: POST /v1/messages/get windows and the POST /v1/passages/search seam."""
+"""Reading the stored words: POST /v1/messages/get windows and POST /v1/passages/search controls."""
 
 from __future__ import annotations
 
@@ -158,7 +158,9 @@ def test_other_projects_and_erased_messages_are_not_found(
         assert answer.json() == {"error": {"code": "not_found", "message": "message not found"}}
 
 
-def test_passage_search_answers_an_empty_unbuilt_page(alpha: httpx.Client) -> None:
+def test_passage_search_answers_from_full_text_before_the_index_is_built(
+    alpha: httpx.Client,
+) -> None:
     answer = alpha.post(
         "/v1/passages/search",
         json={
@@ -170,13 +172,14 @@ def test_passage_search_answers_an_empty_unbuilt_page(alpha: httpx.Client) -> No
         },
     )
     assert answer.status_code == 200
-    assert answer.json() == {
+    page = answer.json()
+    assert [passage["preview"] for passage in page.pop("passages")] == [TEXT]
+    assert page == {
         "generation_id": "",
-        "through_offset": -1,
+        "through_offset": 0,
         "covered_through_offset": -1,
         "build_state": "not_built",
         "approximate": True,
-        "passages": [],
     }
 
 

@@ -270,7 +270,7 @@ def test_roles_surfaces_and_degraded(live_server: LiveServer) -> None:
         facts_only = ask(client, "Marta", surfaces=["facts"])
         assert len(facts_only["facts"]) == 1 and facts_only["degraded"] == []
         named = ask(client, "Marta", surfaces=["passages", "facts", "reports"])
-        assert named["degraded"] == ["passages"] and named["passages"] == []
+        assert named["degraded"] == [] and named["passages"] == []  # records are not passages
         themed = ask(client, "Marta", surfaces=["reports"], themes=True)
         assert themed["degraded"] == ["reports"] and themed["facts"] == []
         assert themed["anchors"] == [] and themed["reach"]["anchored"] == 1

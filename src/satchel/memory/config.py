@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "satchel"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelClientSettings:
+    """An OpenAI-compatible chat endpoint: model, base URL, the NAME of the key's variable, and
+    the hosts that may receive text (a base URL on any other host is refused)."""
+
+    model: str
+    base_url: str
+    api_key_env: str | None = None
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    timeout: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +28,10 @@ class MemorySettings:
     """Where the data lives and the limits the service enforces.
 
     `form_on_store`: with no formation worker, a stored turn counts as formed at once, so the
-    watermark and contexts move with the log.
+    watermark and contexts move with the log. A deployment running the worker turns it off.
+    `formation`: the extraction model (None: turns are formed without facts).
+    `formation_backoff`: seconds before the first retry of a failed turn (doubling after each
+    failure); after `formation_attempts` failures the turn is parked.
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
@@ -27,6 +43,16 @@ class MemorySettings:
     token_limit: int = 8
     pool_size: int = 16
     form_on_store: bool = True
+    formation: ModelClientSettings | None = None
+    formation_backoff: float = 30.0
+    formation_max_backoff: float = 3_600.0
+    formation_attempts: int = 6
+    formation_batch: int = 64
+    worker_poll: float = 1.0
+
+    def for_worker(self) -> MemorySettings:
+        """The same settings for a deployment whose turns a worker forms."""
+        return replace(self, form_on_store=False)
 
     @classmethod
     def from_env(
@@ -37,4 +63,23 @@ class MemorySettings:
         return cls(
             data_dir=Path(folder).expanduser(),
             database_url=env.get("SATCHEL_DATABASE_URL") or None,
+            formation=formation_from_env(env),
         )
+
+
+def formation_from_env(env: Mapping[str, str]) -> ModelClientSettings | None:
+    """`SATCHEL_FORMATION_MODEL` and `_BASE_URL` (both, or no model), `_API_KEY_ENV` (the name
+    of the variable holding the key) and `_ALLOWED_HOSTS` (comma-separated; default loopback)."""
+    model = env.get("SATCHEL_FORMATION_MODEL", "").strip()
+    base_url = env.get("SATCHEL_FORMATION_BASE_URL", "").strip()
+    if not model or not base_url:
+        return None
+    hosts = tuple(
+        h.strip().lower() for h in env.get("SATCHEL_FORMATION_ALLOWED_HOSTS", "").split(",")
+    )
+    return ModelClientSettings(
+        model=model,
+        base_url=base_url,
+        api_key_env=env.get("SATCHEL_FORMATION_API_KEY_ENV", "").strip() or None,
+        allowed_hosts=tuple(h for h in hosts if h) or LOOPBACK_HOSTS,
+    )

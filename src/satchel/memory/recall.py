@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from satchel.memory.passages.embedder import Embedder
+from satchel.memory.passages.search import Scope, search_passages
 from satchel.memory.store.citations import Evidence, first_evidence
 from satchel.memory.store.entities import Conn, Entity, entities_named, normalize
 from satchel.memory.store.facts import HopRow, facts_touching
@@ -21,6 +23,7 @@ MAX_TERM_BYTES = 32_768
 MAX_ANCHORS = 256
 FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
 WINDOW = 4  # words in the longest term
+MAX_PASSAGES = 8
 
 
 class QuestionRefused(ValueError):
@@ -127,6 +130,21 @@ class RecalledFact:
 
 
 @dataclass(frozen=True, slots=True)
+class RecalledPassage:
+    chunk_id: str
+    source_id: str
+    ordinal: int
+    role: str
+    quote: str
+    similarity: float
+    occurred_at: datetime
+    complete: bool
+
+    def charge(self) -> int:
+        return len(self.quote) + len(self.role)
+
+
+@dataclass(frozen=True, slots=True)
 class Reach:
     terms: int
     anchored: int
@@ -140,7 +158,7 @@ class Bundle:
     anchors: list[Anchor]
     facts: list[RecalledFact]
     reports: list[dict[str, Any]]
-    passages: list[dict[str, Any]]
+    passages: list[RecalledPassage]
     truncated: bool
     characters: int
     degraded: list[str]
@@ -268,8 +286,34 @@ def _anchors(found_terms: list[str], matched: list[Entity]) -> list[Anchor]:
     return [Anchor(str(e.id), e.name, e.kind, e.normalized) for e in ranked]
 
 
-async def recall(conn: Conn, project_id: int, ask: Ask) -> Bundle:
-    """Answer `ask` from the project's facts; other surfaces answer nothing yet."""
+async def _passages(
+    conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None
+) -> tuple[list[RecalledPassage], bool]:
+    """Up to 8 passages of observed turns (authored records answer as facts), and whether their
+    ranking had vectors behind it."""
+    roles = tuple(ask.controls.source_roles)
+    scope = Scope(project_id, ask.data_subject_id or "", roles, turns_only=True)
+    found = await search_passages(conn, scope, ask.question, limit=MAX_PASSAGES, embedder=embedder)
+    passages = []
+    for hit in found.hits:
+        quote = hit.preview()
+        passages.append(
+            RecalledPassage(
+                chunk_id=str(hit.chunk_id),
+                source_id=str(hit.source_id),
+                ordinal=hit.ordinal,
+                role=hit.role,
+                quote=quote,
+                similarity=hit.similarity,
+                occurred_at=hit.occurred_at,
+                complete=len(quote.encode("utf-8")) == hit.message_bytes,
+            )
+        )
+    return passages, found.build_state != "text_only"
+
+
+async def recall(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None = None) -> Bundle:
+    """Answer `ask` from the project's facts and passages (reports answer nothing yet)."""
     controls = ask.controls
     found_terms = terms(ask.question)
     matched: list[Entity] = []
@@ -312,8 +356,17 @@ async def recall(conn: Conn, project_id: int, ask: Ask) -> Bundle:
         _co_derive(facts)
     if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or not anchors):
         degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
-    if ask.surfaces_named and "passages" in controls.surfaces and not spent:
-        degraded.append("passages")
+    passages: list[RecalledPassage] = []
+    if "passages" in controls.surfaces and not spent:
+        found, vectored = await _passages(conn, project_id, ask, embedder)
+        for passage in found:
+            if characters + passage.charge() > controls.max_characters:
+                truncated = True
+                break
+            characters += passage.charge()
+            passages.append(passage)
+        if ask.surfaces_named and not vectored:
+            degraded.append("passages")
     per_anchor = Counter(fact.anchored_on for fact in facts)
     anchored = len(anchors) if wants_facts else len(matched)
     return Bundle(
@@ -321,7 +374,7 @@ async def recall(conn: Conn, project_id: int, ask: Ask) -> Bundle:
         anchors=anchors,
         facts=facts,
         reports=[],
-        passages=[],
+        passages=passages,
         truncated=truncated,
         characters=characters,
         degraded=degraded,

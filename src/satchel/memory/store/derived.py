@@ -135,6 +135,12 @@ KINDS: tuple[Kind, ...] = (
         "t.from_offset, t.id",
     ),
     Kind(
+        "rejected_claim",
+        "rejected_claims",
+        f"t.project_id = %(p)s AND (t.data_subject_id = %(s)s OR t.observation_id IN {SOURCES})",
+        "t.created_at, t.id",
+    ),
+    Kind(
         "agent_artifact",
         "artifacts",
         "t.project_id = %(p)s AND (t.data_subject_id = %(s)s"

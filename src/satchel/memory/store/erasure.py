@@ -23,6 +23,7 @@ ORDER = (
     "fact",
     "entity",
     "segment",
+    "rejected_claim",
     "agent_artifact",
     "data_subject",
     "message",

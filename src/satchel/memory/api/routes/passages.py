@@ -1,9 +1,4 @@
-"""`POST /v1/passages/search`: validated controls over the passage index (not yet built).
-
-Until the index exists, every valid search answers an honest empty page: no generation
-(`generation_id` ""), nothing targeted or covered (`through_offset` and `covered_through_offset`
--1, the value for "no offset"), `build_state` "not_built" and `approximate` true.
-"""
+"""`POST /v1/passages/search`: validated controls over the hybrid passage index."""
 
 from __future__ import annotations
 
@@ -11,12 +6,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from satchel.memory.api.bodies import Answer, Body
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
+from satchel.memory.passages import query_embedder
+from satchel.memory.passages.search import Scope, search_passages
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -26,7 +23,6 @@ MAX_CANDIDATES = 1000
 MAX_QUESTION_BYTES = 8192
 MAX_SUBJECT_BYTES = 1024
 ROLES = ("", "user", "assistant", "system", "tool")
-NO_OFFSET = -1
 
 
 class PassageRequest(Body):
@@ -101,23 +97,46 @@ def query_of(body: PassageRequest) -> PassageQuery:
     return PassageQuery(question, limit, candidates, subject, role)
 
 
-async def search(grant: Grant, query: PassageQuery) -> PassagePage:
-    """Run `query` in the grant's project: the seam where the passage index answers.
-
-    No index is built yet, so the page is empty and says so.
-    """
+async def search(request: Request, grant: Grant, query: PassageQuery) -> PassagePage:
+    """Run `query` in the grant's project over the passage index."""
+    embedder = await query_embedder()
+    scope = Scope(grant.project_id, query.subject, (query.role,) if query.role else ())
+    async with request.app.state.pool.connection() as conn:
+        found = await search_passages(
+            conn,
+            scope,
+            query.question,
+            limit=query.limit,
+            candidates=query.candidates,
+            embedder=embedder,
+        )
     return PassagePage(
-        generation_id="",
-        through_offset=NO_OFFSET,
-        covered_through_offset=NO_OFFSET,
-        build_state="not_built",
-        approximate=True,
-        passages=[],
+        generation_id=found.generation_id,
+        through_offset=found.through_offset,
+        covered_through_offset=found.covered_through_offset,
+        build_state=found.build_state,
+        approximate=found.approximate,
+        passages=[
+            Passage(
+                chunk_id=str(hit.chunk_id),
+                source_id=str(hit.source_id),
+                ordinal=hit.ordinal,
+                role=hit.role,
+                preview=(preview := hit.preview()),
+                similarity=hit.similarity,
+                occurred_at=hit.occurred_at,
+                message_bytes=hit.message_bytes,
+                preview_complete=len(preview.encode("utf-8")) == hit.message_bytes,
+                preview_byte_end=len(preview.encode("utf-8")),
+                content_digest=hit.content_digest,
+            )
+            for hit in found.hits
+        ],
     )
 
 
 @router.post("/v1/passages/search", response_model=PassagePage, **access("read"))
-async def search_passages(
-    body: PassageRequest, grant: Annotated[Grant, Depends(current_grant)]
+async def passages_search(
+    body: PassageRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> PassagePage:
-    return await search(grant, query_of(body))
+    return await search(request, grant, query_of(body))

