@@ -232,3 +232,40 @@ def test_erased_messages_leave_the_index(
     page = search(alpha, "dog sofa")
     assert BEN[0] not in previews(page)
     assert page["build_state"] == "built"
+
+
+def test_a_turn_ranks_with_the_session_it_was_said_in(live_server: LiveServer) -> None:
+    """Of two identical turns, the one whose session says more about the question ranks first."""
+    token = live_server.token("alpha")
+    busy = "2026-03-01T10:00:00Z"
+    quiet = "2026-03-08T10:00:00Z"
+    said = [
+        (busy, "Garden soil is dry after the heat."),
+        (busy, "The garden needs water every evening."),
+        (busy, "The train was late again."),
+        (busy, "We talked about the garden."),
+        (quiet, "The bus was late again."),
+        (quiet, "We talked about the garden."),
+        (quiet, "The tram was late again."),
+    ]
+    with httpx.Client(
+        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        for when, text in said:
+            body = {
+                "data_subject_id": "cara",
+                "occurred_at": when,
+                "messages": [{"role": "user", "content": text}],
+            }
+            assert client.post("/v1/observations", json=body).status_code == 201
+        answer = client.post(
+            "/v1/passages/search", json={"question": "garden", "data_subject_id": "cara"}
+        )
+    assert answer.status_code == 200
+    twins = [
+        hit["occurred_at"]
+        for hit in answer.json()["passages"]
+        if hit["preview"] == "We talked about the garden."
+    ]
+    assert len(twins) == 2
+    assert twins[0].startswith("2026-03-01")

@@ -26,6 +26,8 @@ B = 0.75  # BM25 length normalization
 TEXT_WEIGHT = 0.5  # share of the best-normalized BM25 score; the rest is cosine similarity
 COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
 NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
+SESSION_WEIGHT = 0.6  # share of its session's score (the best messages said at the same time)
+SESSION_TOP = 3  # how many of a session's best messages its score averages
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,14 +221,26 @@ async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking
         "  (SELECT m.id FROM messages m WHERE m.observation_id = (SELECT o.id FROM observations o"
         "    WHERE o.project_id = co.project_id AND o.data_subject_id = co.data_subject_id"
         "    AND o.log_offset > co.log_offset ORDER BY o.log_offset LIMIT 1)"
-        "   ORDER BY m.ordinal LIMIT 1))"
+        "   ORDER BY m.ordinal LIMIT 1)),"
+        " co.data_subject_id, c.occurred_at"
         " FROM messages c JOIN observations co ON co.id = c.observation_id WHERE c.id = ANY(%s)",
         (list(scores),),
     )
     smoothed = dict(scores)
-    for chunk, before, after in await cursor.fetchall():
+    sessions: dict[tuple[Any, Any], list[float]] = {}
+    session_of: dict[uuid.UUID, tuple[Any, Any]] = {}
+    for chunk, before, after, subject, occurred_at in await cursor.fetchall():
         around = scores.get(before, 0.0) + scores.get(after, 0.0)
         smoothed[chunk] += NEIGHBOUR_WEIGHT * around
+        session_of[chunk] = (subject, occurred_at)
+        sessions.setdefault((subject, occurred_at), []).append(scores[chunk])
+    if SESSION_WEIGHT:
+        session_score = {
+            key: sum(sorted(values, reverse=True)[:SESSION_TOP]) / SESSION_TOP
+            for key, values in sessions.items()
+        }
+        for chunk, key in session_of.items():
+            smoothed[chunk] += SESSION_WEIGHT * session_score[key]
     return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
 
 
