@@ -30,19 +30,12 @@ import asyncio
 import http.client
 import json
 import math
-import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +45,7 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
+from _service import service
 from satchel.memory.passages.embedder import load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import Scope, search_passages
@@ -131,51 +125,6 @@ def load(path: Path) -> tuple[list[Conversation], list[Question]]:
 
 
 # ---- the service -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def ready(port: int) -> bool:
-    try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        connection.request("GET", "/ready")
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
-
-
-@contextmanager
-def service(url: str, folder: Path) -> Iterator[int]:
-    """`satchel serve` over `url` on a loopback port, until the block ends."""
-    port = free_port()
-    env = {**os.environ, "SATCHEL_DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
-    log = folder / "serve.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "satchel", "serve", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not ready(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"satchel serve did not start:\n{log.read_text()}")
-            time.sleep(0.1)
-        yield port
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class Client:
