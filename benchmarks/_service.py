@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -57,3 +59,34 @@ def ready(port: int) -> bool:
         return connection.getresponse().status == 200
     except OSError:
         return False
+
+
+class Client:
+    """One keep-alive connection with a bearer token."""
+
+    def __init__(self, port: int, token: str, timeout: float = 60) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
+        self.connection.request("POST", path, json.dumps(body).encode(), self.headers)
+        answer = self.connection.getresponse()
+        data = answer.read()
+        if answer.status != expect:
+            raise RuntimeError(f"{path} answered {answer.status}: {data[:300]!r}")
+        parsed: dict[str, Any] = json.loads(data)
+        return parsed
+
+    def timed(self, path: str, body: dict[str, Any], expect: int = 200) -> float:
+        """Milliseconds from sending the request to reading the whole answer."""
+        start = time.perf_counter()
+        self.post(path, body, expect)
+        return (time.perf_counter() - start) * 1000
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.client
 import json
 import math
 import re
@@ -39,13 +38,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from rich.console import Console
 from rich.table import Table
 
-from _service import service
+from _service import Client, percentile, service
 from satchel.memory.passages.embedder import load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import Scope, search_passages
@@ -124,34 +122,6 @@ def load(path: Path) -> tuple[list[Conversation], list[Question]]:
     return conversations, questions
 
 
-# ---- the service -------------------------------------------------------------------------------
-
-
-class Client:
-    """One keep-alive connection with a bearer token."""
-
-    def __init__(self, port: int, token: str) -> None:
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-
-    def post(self, path: str, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
-        self.connection.request("POST", path, json.dumps(body).encode(), self.headers)
-        answer = self.connection.getresponse()
-        data = answer.read()
-        if answer.status != expect:
-            raise RuntimeError(f"{path} answered {answer.status}: {data[:300]!r}")
-        parsed: dict[str, Any] = json.loads(data)
-        return parsed
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 # ---- ingest and index --------------------------------------------------------------------------
 
 
@@ -165,7 +135,7 @@ def ingest(
     lock = threading.Lock()
 
     def run() -> None:
-        client = Client(port, token)
+        client = Client(port, token, timeout=120)
         try:
             while True:
                 with lock:
@@ -287,7 +257,7 @@ class BM25:
 def search_over_http(
     port: int, token: str, questions: list[Question], keys: dict[str, str]
 ) -> tuple[Score, list[float]]:
-    client = Client(port, token)
+    client = Client(port, token, timeout=120)
     score, latencies = Score(), []
     for question in questions:
         body = {"question": question.text, "limit": API_LIMIT, "data_subject_id": question.subject}

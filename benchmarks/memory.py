@@ -19,7 +19,6 @@ The table shows each figure beside its target; the last line printed is one JSON
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import random
 import shutil
@@ -38,7 +37,7 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
-from _service import service
+from _service import Client, percentile, service
 from satchel.memory.store.database import migrate
 from satchel.memory.store.embedded import start_embedded
 from satchel.memory.tokens import create_token
@@ -75,40 +74,6 @@ TARGETS = {
 }
 
 console = Console()
-
-
-# ---- the service -------------------------------------------------------------------------------
-
-
-class Client:
-    """One keep-alive connection with a bearer token."""
-
-    def __init__(self, port: int, token: str) -> None:
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-
-    def post(self, path: str, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
-        self.connection.request("POST", path, json.dumps(body).encode(), self.headers)
-        answer = self.connection.getresponse()
-        data = answer.read()
-        if answer.status != expect:
-            raise RuntimeError(f"{path} answered {answer.status}: {data[:300]!r}")
-        parsed: dict[str, Any] = json.loads(data)
-        return parsed
-
-    def timed(self, path: str, body: dict[str, Any], expect: int = 200) -> float:
-        """Milliseconds from sending the request to reading the whole answer."""
-        start = time.perf_counter()
-        self.post(path, body, expect)
-        return (time.perf_counter() - start) * 1000
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 # ---- observe -----------------------------------------------------------------------------------
