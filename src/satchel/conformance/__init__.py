@@ -1,0 +1,1 @@
+"""The conformance suite: cases, runner, fault proxy, judge and the reference integration."""
