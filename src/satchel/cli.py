@@ -260,5 +260,73 @@ def bench(
     runpy.run_path(str(path), run_name="__main__")
 
 
+@app.command()
+def conformance(
+    driver: Annotated[
+        str | None,
+        typer.Option(help="A shipped driver's name, or the command line of any other driver."),
+    ] = None,
+    cases: Annotated[
+        Path | None,
+        typer.Option(help="A case file (default: the published cases, then satchel's)."),
+    ] = None,
+    api: Annotated[
+        str | None,
+        typer.Option(help="A running deployment (default: start one of our own)."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="SATCHEL_TOKEN", help="The token for --api (env SATCHEL_TOKEN)."),
+    ] = None,
+    list_drivers: Annotated[
+        bool, typer.Option("--list-drivers", help="List the shipped drivers.")
+    ] = False,
+) -> None:
+    """Run the conformance suite against a driver: one JSON line per case on stdout."""
+    from satchel.conformance.cases import CasesError, load_cases
+    from satchel.conformance.deployment import started
+    from satchel.conformance.drivers import SHIPPED, driver_command
+    from satchel.conformance.runner import CaseResult, run_suite
+
+    errors = Console(stderr=True)
+    if list_drivers:
+        for shipped in SHIPPED:
+            typer.echo(f"{shipped.name}\t{shipped.about}")
+        return
+    if not driver:
+        errors.print("[red]--driver is required: a shipped driver's name or a command line[/red]")
+        raise typer.Exit(2)
+    if api and not token:
+        errors.print("[red]--api needs a token: pass --token or set SATCHEL_TOKEN[/red]")
+        raise typer.Exit(2)
+    try:
+        command = driver_command(driver)
+        chosen = load_cases(cases)
+    except (CasesError, ValueError) as exc:
+        errors.print(str(exc), style="red", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+    def show(result: CaseResult) -> None:
+        typer.echo(json.dumps(result.as_dict()))
+        mark = "[green]pass[/green]" if result.passed else "[red]FAIL[/red]"
+        errors.print(f"{mark} {result.case}", highlight=False)
+        for failure in result.failures:
+            errors.print(f"     {failure}", highlight=False, markup=False)
+
+    if api and token:
+        results = run_suite(command, chosen, api=api, token=token, on_result=show)
+    else:
+        with started() as deployment:
+            results = run_suite(
+                command, chosen, api=deployment.api, token=deployment.token, on_result=show
+            )
+    failed = [r.case for r in results if not r.passed]
+    style = "red" if failed else "green"
+    errors.print(f"[{style}]{len(results) - len(failed)} of {len(results)} case(s) passed[/]")
+    if failed:
+        errors.print("failed: " + ", ".join(failed), highlight=False, markup=False)
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app()
