@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from conformance_kit import STATED_CONTEXT
 from satchel.conformance.cases import Case, Expect
 from satchel.conformance.judge import judge
 from satchel.integrations.driver import Message, Report
@@ -176,3 +177,19 @@ def test_a_repeated_turn_names_the_attempt() -> None:
     [failure] = judge(case(memory_messages=1), reports, [], 0)
     assert failure.startswith("memory_messages:")
     assert "attempt 2 of 2" in failure
+
+
+def test_a_context_message_must_carry_the_stated_context_unchanged() -> None:
+    stated = STATED_CONTEXT
+    with_context = Case.model_validate(
+        {"name": "c", "rule": "r", "context": stated, "turn": {"user": QUESTION}, "expect": {}}
+    )
+    faithful = Message(role="user", content=render_context_message(stated), untrusted=True)
+    assert judge(with_context, [report(faithful, person())], [], 0) == []
+    rewritten = {**stated, "segments": [{**stated["segments"][0], "summary": "Cork."}]}
+    altered = Message(role="user", content=render_context_message(rewritten), untrusted=True)
+    failures = judge(with_context, [report(altered, person())], [], 0)
+    assert len(failures) == 1 and failures[0].startswith("memory_carries: expected the context's")
+    stale = {**stated, "watermark": {"stored": 11, "formed": 11, "parked": 0}}
+    aged = Message(role="user", content=render_context_message(stale), untrusted=True)
+    assert any("watermark" in f for f in judge(with_context, [report(aged, person())], [], 0))

@@ -8,34 +8,12 @@ from typing import Any
 
 import pytest
 
+from conformance_kit import STATED_CONTEXT as STATED
 from satchel.conformance.cases import ContextAnswer, Faults
 from satchel.conformance.deployment import Deployment
 from satchel.conformance.proxy import FaultProxy, serving
 from satchel.memory.client import MemoryClient, MemoryServiceError
 from satchel.memory.message import turn_key
-
-STATED = {
-    "watermark": {"stored": 12, "formed": 12, "parked": 0},
-    "segments": [
-        {
-            "segment_id": "5c2d0f6e-2c4e-5d6a-9f1e-0c3b2a1d4e5f",
-            "level": 1,
-            "from_offset": 1,
-            "to_offset": 8,
-            "covered": 8,
-            "summary": "The office moved to Cork in March.",
-        }
-    ],
-    "turns": [
-        {
-            "log_offset": 9,
-            "occurred_at": "2026-09-01T09:00:00Z",
-            "messages": [{"role": "user", "content": "Book the all-hands for Friday."}],
-        }
-    ],
-    "characters": 140,
-    "truncated": False,
-}
 
 
 @pytest.fixture

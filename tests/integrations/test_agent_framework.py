@@ -6,29 +6,24 @@ Faults and stated contexts come from the conformance fault proxy in front of the
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from agent_framework import Agent, AgentSession, InMemoryHistoryProvider, Message
 
-from satchel.conformance.cases import ContextAnswer, Faults, load_cases
+from conformance_kit import STATED_ANSWER, STATED_CONTEXT, Hook, failed_cases, seed_marta
+from satchel.conformance.cases import Faults
 from satchel.conformance.deployment import Deployment
-from satchel.conformance.drivers import driver_command
-from satchel.conformance.proxy import CONTEXTS, FaultProxy, serving
-from satchel.conformance.runner import run_suite
+from satchel.conformance.proxy import CONTEXTS, FaultProxy
 from satchel.integrations.agent_framework import (
     ContextCompactionProvider,
     MemoryProvider,
     MemoryStoreFailed,
 )
-from satchel.integrations.agent_framework.driver import (
-    RecordingMemoryClient,
-    ScriptedChatClient,
-    turn_tool,
-)
-from satchel.integrations.driver import ModelFailure, ToolCall, Turn
+from satchel.integrations.agent_framework.driver import ScriptedChatClient, turn_tool
+from satchel.integrations.driver import ModelFailure, RecordingClient, ToolCall, Turn
 from satchel.memory.message import UNTRUSTED_KEY, parse_memory_message, turn_key
 
 HISTORY = [
@@ -37,36 +32,6 @@ HISTORY = [
     ("user", "We hired two engineers in April."),
     ("assistant", "Noted: two engineers joined in April."),
 ]
-CONTEXT = ContextAnswer.model_validate(
-    {
-        "watermark": {"stored": 12, "formed": 12, "parked": 0},
-        "segments": [
-            {
-                "segment_id": "5c2d0f6e-2c4e-5d6a-9f1e-0c3b2a1d4e5f",
-                "level": 1,
-                "from_offset": 1,
-                "to_offset": 8,
-                "covered": 8,
-                "summary": "The office moved to Cork in March.",
-            }
-        ],
-        "turns": [],
-        "characters": 35,
-        "truncated": False,
-    }
-)
-
-
-@pytest.fixture(scope="module")
-def proxied(deployment: Deployment) -> Iterator[tuple[FaultProxy, str]]:
-    with serving(deployment.api) as running:
-        yield running
-
-
-@pytest.fixture
-def proxy(proxied: tuple[FaultProxy, str]) -> FaultProxy:
-    proxied[0].configure(Faults(), None)
-    return proxied[0]
 
 
 @dataclass
@@ -75,9 +40,9 @@ class Rig:
 
     agent: Agent[Any]
     model: ScriptedChatClient
-    memory: RecordingMemoryClient
+    memory: RecordingClient
     subject: str
-    errors: list[tuple[str, Exception]]
+    errors: Hook
 
     def session(
         self, held: list[tuple[str, str]], session_id: str = "conversation-1"
@@ -97,18 +62,14 @@ class Rig:
 
 @pytest.fixture
 async def rig_for(proxied: tuple[FaultProxy, str], deployment: Deployment) -> AsyncIterator[Any]:
-    memories: list[RecordingMemoryClient] = []
+    memories: list[RecordingClient] = []
 
     def build(turn: Turn, *, max_messages: int | None = None, subject: str = "") -> Rig:
-        memory = RecordingMemoryClient(proxied[1], deployment.token)
+        memory = RecordingClient(proxied[1], deployment.token)
         memories.append(memory)
         subject = subject or str(uuid.uuid4())
-        errors: list[tuple[str, Exception]] = []
+        hook = Hook()
         model = ScriptedChatClient(turn)
-
-        def hook(operation: str, error: Exception) -> None:
-            errors.append((operation, error))
-
         agent = Agent(
             client=model,
             tools=[turn_tool(turn)],
@@ -120,7 +81,7 @@ async def rig_for(proxied: tuple[FaultProxy, str], deployment: Deployment) -> As
                 MemoryProvider(memory, data_subject_id=subject, on_error=hook),
             ],
         )
-        return Rig(agent, model, memory, subject, errors)
+        return Rig(agent, model, memory, subject, hook)
 
     yield build
     for memory in memories:
@@ -132,23 +93,11 @@ def held(session: AgentSession) -> list[tuple[str, str]]:
     return [(m.role, m.text) for m in messages]
 
 
-async def seed_marta(rig: Rig) -> None:
-    record = {
-        "idempotency_key": str(uuid.uuid4()),
-        "data_subject_id": rig.subject,
-        "subject": "Marta",
-        "predicate": "works_at",
-        "object": "Ensera",
-        "statement": "Marta works at Ensera.",
-    }
-    await rig.memory.assert_records([record])
-
-
 async def test_recall_is_one_untrusted_user_message_right_before_the_person(
     proxy: FaultProxy, rig_for: Any
 ) -> None:
     rig = rig_for(Turn(user="Where does Marta work?", assistant="At Ensera."))
-    await seed_marta(rig)
+    await seed_marta(rig.memory, rig.subject)
     response = await rig.agent.run("Where does Marta work?", session=rig.session(HISTORY[:2]))
     assert response.text == "At Ensera."
     sent = rig.first_request()
@@ -162,7 +111,7 @@ async def test_recall_is_one_untrusted_user_message_right_before_the_person(
     assert not recalled.is_context
     assert "Marta works at Ensera." in sent[2][1]
     assert set(recalled.watermark) == {"stored", "formed", "parked"}
-    assert rig.errors == []
+    assert rig.errors.calls == []
 
 
 async def test_an_empty_recall_injects_nothing(proxy: FaultProxy, rig_for: Any) -> None:
@@ -176,13 +125,13 @@ async def test_recall_failure_runs_without_memory_and_tells_the_hook(
     proxy: FaultProxy, rig_for: Any
 ) -> None:
     rig = rig_for(Turn(user="Where does Marta work?", assistant="I do not know."))
-    await seed_marta(rig)
+    await seed_marta(rig.memory, rig.subject)
     proxy.configure(Faults(recall="unavailable"), None)
     before = (await rig.memory.freshness()).stored or 0
     response = await rig.agent.run("Where does Marta work?", session=rig.session([]))
     assert response.text == "I do not know."
     assert rig.first_request() == [("user", "Where does Marta work?", False)]
-    assert [operation for operation, _ in rig.errors] == ["recall"]
+    assert rig.errors.operations == ["recall"]
     assert ((await rig.memory.freshness()).stored or 0) - before == 1
 
 
@@ -228,7 +177,7 @@ async def test_a_store_failure_is_reported_raised_and_leaves_the_session_as_it_w
     with pytest.raises(MemoryStoreFailed) as raised:
         await rig.agent.run("My badge number is 4417.", session=session)
     assert raised.value.cause.code == "unavailable"
-    assert [operation for operation, _ in rig.errors] == ["observe"]
+    assert rig.errors.operations == ["observe"]
     assert held(session) == HISTORY[:2]
 
 
@@ -250,7 +199,7 @@ async def test_a_retried_turn_is_stored_once_and_the_session_id_is_the_run_id(
 
 
 async def test_compaction_is_off_by_default(proxy: FaultProxy, rig_for: Any) -> None:
-    proxy.configure(Faults(), CONTEXT)
+    proxy.configure(Faults(), STATED_ANSWER)
     rig = rig_for(Turn(user="Where is the office now?", assistant="In Cork."))
     await rig.agent.run("Where is the office now?", session=rig.session(HISTORY))
     assert proxy.requests("POST", CONTEXTS) == []
@@ -263,15 +212,17 @@ async def test_compaction_is_off_by_default(proxy: FaultProxy, rig_for: Any) -> 
 async def test_due_compaction_puts_the_context_in_place_of_the_held_history(
     proxy: FaultProxy, rig_for: Any
 ) -> None:
-    proxy.configure(Faults(), CONTEXT)
+    proxy.configure(Faults(), STATED_ANSWER)
     rig = rig_for(Turn(user="Where is the office now?", assistant="In Cork."), max_messages=2)
     session = rig.session(HISTORY)
     await rig.agent.run("Where is the office now?", session=session)
     (context_message, person) = rig.first_request()
     assert context_message[0] == "user" and context_message[2] is True
     context = parse_memory_message(context_message[1])
-    assert context.segments == CONTEXT.model_dump(mode="json")["segments"]
-    assert context.turns == []
+    assert (context.segments, context.turns) == (
+        STATED_CONTEXT["segments"],
+        STATED_CONTEXT["turns"],
+    )
     assert person == ("user", "Where is the office now?", False)
     assert held(session) == [
         ("user", context_message[1]),
@@ -286,7 +237,7 @@ async def test_due_compaction_puts_the_context_in_place_of_the_held_history(
 
 
 async def test_compaction_not_yet_due_leaves_the_history(proxy: FaultProxy, rig_for: Any) -> None:
-    proxy.configure(Faults(), CONTEXT)
+    proxy.configure(Faults(), STATED_ANSWER)
     rig = rig_for(Turn(user="Where is the office now?", assistant="In Cork."), max_messages=4)
     await rig.agent.run("Where is the office now?", session=rig.session(HISTORY))
     assert proxy.requests("POST", CONTEXTS) == []
@@ -296,7 +247,7 @@ async def test_compaction_not_yet_due_leaves_the_history(proxy: FaultProxy, rig_
 async def test_a_context_failure_keeps_the_history_and_tells_the_hook(
     proxy: FaultProxy, rig_for: Any
 ) -> None:
-    proxy.configure(Faults(context="unavailable"), CONTEXT)
+    proxy.configure(Faults(context="unavailable"), STATED_ANSWER)
     rig = rig_for(Turn(user="Where is the office now?", assistant="In Cork."), max_messages=2)
     session = rig.session(HISTORY)
     response = await rig.agent.run("Where is the office now?", session=session)
@@ -305,7 +256,7 @@ async def test_a_context_failure_keeps_the_history_and_tells_the_hook(
         *((r, t, False) for r, t in HISTORY),
         ("user", "Where is the office now?", False),
     ]
-    assert [operation for operation, _ in rig.errors] == ["context"]
+    assert rig.errors.operations == ["context"]
     assert held(session) == [
         *HISTORY,
         ("user", "Where is the office now?"),
@@ -318,7 +269,7 @@ async def test_an_empty_context_keeps_the_history(proxy: FaultProxy, rig_for: An
     await rig.agent.run("Where is the office now?", session=rig.session(HISTORY))
     assert len(proxy.requests("POST", CONTEXTS)) == 1
     assert [(r, t) for r, t, _ in rig.first_request()][:4] == HISTORY
-    assert rig.errors == []
+    assert rig.errors.calls == []
 
 
 async def test_compaction_listed_before_its_history_provider_is_refused(
@@ -332,10 +283,4 @@ async def test_compaction_listed_before_its_history_provider_is_refused(
 
 
 def test_the_driver_passes_every_shipped_case(deployment: Deployment) -> None:
-    cases = load_cases()
-    results = run_suite(
-        driver_command("agent-framework"), cases, api=deployment.api, token=deployment.token
-    )
-    failed = {r.case: r.failures for r in results if not r.passed}
-    assert failed == {}
-    assert len(results) == len(cases)
+    assert failed_cases("agent-framework", deployment) == {}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,16 +13,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
-from satchel.conformance.cases import (
-    ContextAnswer,
-    ContextTurn,
-    ContextWatermark,
-    Faults,
-    load_cases,
-)
+from conformance_kit import failed_cases, marta
+from satchel.conformance.cases import ContextAnswer, ContextTurn, ContextWatermark, Faults
 from satchel.conformance.deployment import Deployment
-from satchel.conformance.proxy import serving
-from satchel.conformance.runner import run_suite
+from satchel.conformance.proxy import FaultProxy
 from satchel.integrations.core import MemoryStoreFailed, observed_messages
 from satchel.integrations.driver import Message, ModelFailure
 from satchel.integrations.langgraph import MemoryMiddleware, is_untrusted, memory_message
@@ -68,21 +60,8 @@ def client(deployment: Deployment) -> Iterator[MemoryClient]:
         yield memory
 
 
-@pytest.fixture
-def subject() -> str:
-    return str(uuid.uuid4())
-
-
 def seed(client: MemoryClient, subject: str) -> None:
-    record = {
-        "idempotency_key": str(uuid.uuid4()),
-        "data_subject_id": subject,
-        "subject": "Marta",
-        "predicate": "works_at",
-        "object": "Ensera",
-        "statement": "Marta works at Ensera.",
-    }
-    client.assert_records([record])
+    client.assert_records([marta(subject)])
 
 
 def stored(client: MemoryClient) -> int:
@@ -240,7 +219,7 @@ def test_a_store_failure_reaches_the_hook_is_raised_and_the_store_step_can_be_re
 
 
 def test_compaction_replaces_the_history_with_the_deployments_context(
-    deployment: Deployment, subject: str
+    deployment: Deployment, proxied: tuple[FaultProxy, str], proxy: FaultProxy, subject: str
 ) -> None:
     earlier = Message(role="user", content="Book the all-hands for Friday.")
     answer = ContextAnswer(
@@ -248,8 +227,8 @@ def test_compaction_replaces_the_history_with_the_deployments_context(
         turns=[ContextTurn(log_offset=9, occurred_at="2026-09-01T09:00:00Z", messages=[earlier])],
         characters=30,
     )
-    with serving(deployment.api) as (proxy, url), MemoryClient(url, deployment.token) as client:
-        proxy.configure(Faults(), answer)
+    proxy.configure(Faults(), answer)
+    with MemoryClient(proxied[1], deployment.token) as client:
         middleware = MemoryMiddleware(
             client=client, data_subject_id=subject, compact_trigger=("messages", 3)
         )
@@ -319,7 +298,4 @@ def test_the_options_are_checked_when_the_middleware_is_made(client: MemoryClien
 
 
 def test_the_driver_passes_every_shipped_case(deployment: Deployment) -> None:
-    command = [sys.executable, "-m", "satchel.integrations.langgraph.driver"]
-    results = run_suite(command, load_cases(), api=deployment.api, token=deployment.token)
-    assert results
-    assert [r.failures for r in results if not r.passed] == []
+    assert failed_cases("langgraph", deployment) == {}

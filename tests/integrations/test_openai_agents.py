@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import httpx2
@@ -25,10 +23,17 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
-from satchel.conformance.cases import ContextAnswer, Faults, load_cases
+from conformance_kit import (
+    STATED_ANSWER,
+    Hook,
+    failed_cases,
+    observed_bodies,
+    seed_marta,
+    stored,
+)
+from satchel.conformance.cases import Faults
 from satchel.conformance.deployment import Deployment
-from satchel.conformance.proxy import FaultProxy, serving
-from satchel.conformance.runner import run_suite
+from satchel.conformance.proxy import FaultProxy
 from satchel.integrations.core import MemoryStoreFailed
 from satchel.integrations.driver import ModelFailure
 from satchel.integrations.openai_agents import SessionMemory, compact_at, is_untrusted
@@ -40,22 +45,13 @@ set_tracing_disabled(True)
 QUIET = RunConfig(tracing_disabled=True)
 
 
-@pytest.fixture(scope="module")
-def proxied(deployment: Deployment) -> Iterator[tuple[FaultProxy, str]]:
-    with serving(deployment.api) as running:
-        yield running
-
-
 @pytest.fixture
 async def via_proxy(
-    deployment: Deployment, proxied: tuple[FaultProxy, str]
+    deployment: Deployment, proxied: tuple[FaultProxy, str], proxy: FaultProxy
 ) -> AsyncIterator[tuple[FaultProxy, AsyncMemoryClient]]:
     """A client through the fault proxy, which records requests and refuses what it is told."""
-    proxy, url = proxied
-    proxy.configure(Faults(), None)
-    async with AsyncMemoryClient(url, deployment.token) as memory_client:
+    async with AsyncMemoryClient(proxied[1], deployment.token) as memory_client:
         yield proxy, memory_client
-    proxy.configure(Faults(), None)
 
 
 @pytest.fixture
@@ -64,40 +60,11 @@ async def client(deployment: Deployment) -> AsyncIterator[AsyncMemoryClient]:
         yield memory_client
 
 
-@pytest.fixture
-def subject() -> str:
-    return str(uuid.uuid4())
-
-
-class Hook:
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def __call__(self, operation: str, error: Exception) -> None:
-        self.calls.append(operation)
-
-
-async def seed_fact(client: AsyncMemoryClient, subject: str) -> None:
-    record = {
-        "idempotency_key": str(uuid.uuid4()),
-        "data_subject_id": subject,
-        "subject": "Marta",
-        "predicate": "works_at",
-        "object": "Ensera",
-        "statement": "Marta works at Ensera.",
-    }
-    await client.assert_records([record])
-
-
-async def stored(client: AsyncMemoryClient) -> int:
-    return (await client.freshness()).stored or 0
-
-
 def observations(proxy: FaultProxy) -> list[list[tuple[str, str, int]]]:
     """Each observe request's messages as (role, content, group ordinal)."""
     return [
-        [(m["role"], m["content"], m["group_ordinal"]) for m in request.body["messages"]]
-        for request in proxy.requests("POST", "/v1/observations")
+        [(m["role"], m["content"], m["group_ordinal"]) for m in body["messages"]]
+        for body in observed_bodies(proxy)
     ]
 
 
@@ -129,7 +96,7 @@ def plain(items: list[Any]) -> list[tuple[str, str]]:
 async def test_recall_is_one_untrusted_user_message_before_the_person(
     client: AsyncMemoryClient, subject: str
 ) -> None:
-    await seed_fact(client, subject)
+    await seed_marta(client, subject)
     session = await loaded_session("recall", ("user", "Hello."), ("assistant", "Hi."))
     model = replying("At Ensera.")
     memory = SessionMemory(client, session, data_subject_id=subject)
@@ -154,7 +121,7 @@ async def test_a_streamed_run_gets_memory_and_is_observed(
     via_proxy: tuple[FaultProxy, AsyncMemoryClient], subject: str
 ) -> None:
     proxy, faulted = via_proxy
-    await seed_fact(faulted, subject)
+    await seed_marta(faulted, subject)
     model = replying("At Ensera.")
     memory = SessionMemory(faulted, SQLiteSession("streamed"), data_subject_id=subject)
     user = "Where does Marta work?"
@@ -183,7 +150,7 @@ async def test_an_empty_recall_injects_nothing(client: AsyncMemoryClient, subjec
 async def test_an_application_filter_runs_first_and_memory_is_still_added(
     client: AsyncMemoryClient, subject: str
 ) -> None:
-    await seed_fact(client, subject)
+    await seed_marta(client, subject)
     seen: list[int] = []
 
     def count(data: Any) -> Any:
@@ -204,7 +171,7 @@ async def test_only_the_person_and_the_final_reply_are_observed(
     via_proxy: tuple[FaultProxy, AsyncMemoryClient], subject: str
 ) -> None:
     proxy, faulted = via_proxy
-    await seed_fact(faulted, subject)
+    await seed_marta(faulted, subject)
 
     @function_tool
     def lookup(city: str) -> str:
@@ -253,7 +220,7 @@ async def test_recall_failure_runs_without_memory_and_reports_it(
     via_proxy: tuple[FaultProxy, AsyncMemoryClient], subject: str
 ) -> None:
     proxy, faulted = via_proxy
-    await seed_fact(faulted, subject)
+    await seed_marta(faulted, subject)
     proxy.configure(Faults(recall="unavailable"), None)
     hook = Hook()
     model = replying("I do not know.")
@@ -264,45 +231,16 @@ async def test_recall_failure_runs_without_memory_and_reports_it(
 
     await memory.run(agent_for(model), "Where does Marta work?", run_config=QUIET)
 
-    assert hook.calls == ["recall"]
+    assert hook.operations == ["recall"]
     assert not any(is_untrusted(item) for item in first_input(model))
     assert await stored(faulted) - before == 1
-
-
-STATED = ContextAnswer.model_validate(
-    {
-        "watermark": {"stored": 12, "formed": 12, "parked": 0},
-        "segments": [
-            {
-                "segment_id": "5c2d0f6e-2c4e-5d6a-9f1e-0c3b2a1d4e5f",
-                "level": 1,
-                "from_offset": 1,
-                "to_offset": 8,
-                "covered": 8,
-                "summary": "The office moved to Cork in March.",
-            }
-        ],
-        "turns": [
-            {
-                "log_offset": 9,
-                "occurred_at": "2026-09-01T09:00:00Z",
-                "messages": [
-                    {"role": "user", "content": "Book the all-hands for Friday."},
-                    {"role": "assistant", "content": "Friday it is."},
-                ],
-            }
-        ],
-        "characters": 120,
-        "truncated": False,
-    }
-)
 
 
 async def test_compaction_replaces_the_history_with_the_deployments_context(
     via_proxy: tuple[FaultProxy, AsyncMemoryClient], subject: str
 ) -> None:
     proxy, faulted = via_proxy
-    proxy.configure(Faults(), STATED)
+    proxy.configure(Faults(), STATED_ANSWER)
     session = await loaded_session(
         "compacting",
         ("user", "I moved the office to Cork."),
@@ -321,7 +259,7 @@ async def test_compaction_replaces_the_history_with_the_deployments_context(
     assert plain(sent) == [("user", sent[0]["content"]), ("user", "Where is the office now?")]
     assert is_untrusted(sent[0])
     context = parse_memory_message(sent[0]["content"])
-    stated = STATED.model_dump(mode="json", exclude_unset=True)
+    stated = STATED_ANSWER.model_dump(mode="json", exclude_unset=True)
     assert (context.segments, context.turns) == (stated["segments"], stated["turns"])
     kept = await session.get_items()
     assert is_untrusted(kept[0])
@@ -395,7 +333,7 @@ async def test_context_failure_keeps_the_history_and_reports_it(
 
     await memory.run(agent_for(model), "Where is the office?", run_config=QUIET)
 
-    assert hook.calls == ["context"]
+    assert hook.operations == ["context"]
     assert plain(first_input(model)) == [
         ("user", "Cork."),
         ("assistant", "Noted."),
@@ -414,7 +352,7 @@ async def test_a_failed_model_call_is_not_observed(client: AsyncMemoryClient, su
         await memory.run(agent_for(model), "Remember my notes.", run_config=QUIET)
 
     assert await stored(client) == before
-    assert hook.calls == []
+    assert hook.operations == []
 
 
 async def test_a_store_failure_is_reported_and_raised(
@@ -430,7 +368,7 @@ async def test_a_store_failure_is_reported_and_raised(
     with pytest.raises(MemoryStoreFailed) as raised:
         await memory.run(agent_for(replying("Noted.")), "I prefer notes.", run_config=QUIET)
 
-    assert hook.calls == ["observe"]
+    assert hook.operations == ["observe"]
     assert raised.value.cause.code == "unavailable"
     assert len(observations(proxy)) == 1
 
@@ -467,7 +405,7 @@ class Capture:
 async def test_the_memory_message_a_provider_receives_is_a_plain_user_message(
     client: AsyncMemoryClient, subject: str, flavour: str
 ) -> None:
-    await seed_fact(client, subject)
+    await seed_marta(client, subject)
     capture = Capture()
     model: Any = (
         OpenAIResponsesModel("gpt-4.1", capture.openai())
@@ -489,8 +427,4 @@ async def test_the_memory_message_a_provider_receives_is_a_plain_user_message(
 
 
 def test_the_driver_passes_every_shipped_case(deployment: Deployment) -> None:
-    command = [sys.executable, "-m", "satchel.integrations.openai_agents.driver"]
-    results = run_suite(command, load_cases(), api=deployment.api, token=deployment.token)
-    failed = {r.case: r.failures for r in results if not r.passed}
-    assert failed == {}
-    assert len(results) == len(load_cases())
+    assert failed_cases("openai-agents", deployment) == {}

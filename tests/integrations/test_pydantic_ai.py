@@ -4,10 +4,8 @@ model. Faults come from the conformance fault proxy in front of the deployment."
 from __future__ import annotations
 
 import sys
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -25,11 +23,20 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from satchel.conformance.cases import ContextAnswer, Faults, load_cases
+from conformance_kit import (
+    MARTA,
+    STATED_ANSWER,
+    STATED_CONTEXT,
+    Hook,
+    failed_cases,
+    observed_bodies,
+    seed_marta,
+    stored,
+)
+from satchel.conformance.cases import Faults
 from satchel.conformance.deployment import Deployment
 from satchel.conformance.drivers import driver_command
-from satchel.conformance.proxy import CONTEXTS, OBSERVATIONS, RECALLS, FaultProxy, serving
-from satchel.conformance.runner import run_suite
+from satchel.conformance.proxy import CONTEXTS, RECALLS, FaultProxy
 from satchel.integrations import MemoryStoreFailed
 from satchel.integrations.pydantic_ai import (
     PydanticAIMemory,
@@ -45,20 +52,6 @@ from satchel.memory.message import (
     turn_key,
 )
 
-MARTA = "Marta works at Ensera."
-
-
-@pytest.fixture(scope="module")
-def proxied(deployment: Deployment) -> Iterator[tuple[FaultProxy, str]]:
-    with serving(deployment.api) as running:
-        yield running
-
-
-@pytest.fixture
-def proxy(proxied: tuple[FaultProxy, str]) -> FaultProxy:
-    proxied[0].configure(Faults(), None)
-    return proxied[0]
-
 
 @pytest.fixture
 async def client(
@@ -66,23 +59,6 @@ async def client(
 ) -> AsyncIterator[AsyncMemoryClient]:
     async with AsyncMemoryClient(proxied[1], deployment.token) as memory_client:
         yield memory_client
-
-
-@pytest.fixture
-def subject() -> str:
-    return str(uuid.uuid4())
-
-
-@dataclass
-class Hook:
-    calls: list[tuple[str, Exception]] = field(default_factory=list)
-
-    def __call__(self, operation: str, error: Exception) -> None:
-        self.calls.append((operation, error))
-
-    @property
-    def operations(self) -> list[str]:
-        return [operation for operation, _ in self.calls]
 
 
 @dataclass
@@ -135,54 +111,12 @@ def memory_texts(messages: list[ModelMessage]) -> list[str]:
     return [prompt_text(p.content) for p in user_parts(messages) if is_untrusted(p)]
 
 
-async def seed(client: AsyncMemoryClient, subject: str) -> None:
-    record = {
-        "idempotency_key": str(uuid.uuid4()),
-        "data_subject_id": subject,
-        "subject": "Marta",
-        "predicate": "works_at",
-        "object": "Ensera",
-        "statement": MARTA,
-    }
-    await client.assert_records([record])
-
-
-async def stored(client: AsyncMemoryClient) -> int:
-    return (await client.freshness()).stored or 0
-
-
-def observed_bodies(proxy: FaultProxy) -> list[Any]:
-    return [exchange.body for exchange in proxy.requests("POST", OBSERVATIONS)]
-
-
 HISTORY: list[ModelMessage] = [
     ModelRequest(parts=[UserPromptPart("I moved the office to Cork in March.")]),
     ModelResponse(parts=[TextPart("Noted: the office is in Cork.")]),
     ModelRequest(parts=[UserPromptPart("We hired two engineers in April.")]),
     ModelResponse(parts=[TextPart("Noted: two engineers joined in April.")]),
 ]
-CONTEXT: dict[str, Any] = {
-    "watermark": {"stored": 12, "formed": 12, "parked": 0},
-    "segments": [
-        {
-            "segment_id": "5c2d0f6e-2c4e-5d6a-9f1e-0c3b2a1d4e5f",
-            "level": 1,
-            "from_offset": 1,
-            "to_offset": 8,
-            "covered": 8,
-            "summary": "The office moved to Cork in March.",
-        }
-    ],
-    "turns": [
-        {
-            "log_offset": 9,
-            "occurred_at": "2026-09-01T09:00:00Z",
-            "messages": [{"role": "user", "content": "Book the all-hands for Friday."}],
-        }
-    ],
-    "characters": 70,
-    "truncated": False,
-}
 HISTORY_TEXTS = [
     "I moved the office to Cork in March.",
     "Noted: the office is in Cork.",
@@ -194,7 +128,7 @@ HISTORY_TEXTS = [
 async def test_recall_is_one_untrusted_user_prompt_just_before_the_persons(
     client: AsyncMemoryClient, subject: str
 ) -> None:
-    await seed(client, subject)
+    await seed_marta(client, subject)
     model = replying("At Ensera.")
     memory = PydanticAIMemory(client, subject)
 
@@ -217,7 +151,7 @@ async def test_recall_is_one_untrusted_user_prompt_just_before_the_persons(
 async def test_memory_is_in_the_request_only_and_in_each_request_of_the_run(
     client: AsyncMemoryClient, subject: str
 ) -> None:
-    await seed(client, subject)
+    await seed_marta(client, subject)
     model = Scripted(
         [
             ModelResponse(parts=[ToolCallPart("book_room", {"day": "Tuesday"})]),
@@ -250,7 +184,7 @@ async def test_an_empty_recall_injects_nothing(client: AsyncMemoryClient, subjec
 async def test_recall_failure_runs_without_memory_and_still_stores(
     client: AsyncMemoryClient, subject: str, proxy: FaultProxy
 ) -> None:
-    await seed(client, subject)
+    await seed_marta(client, subject)
     proxy.configure(Faults(recall="unavailable"), None)
     hook = Hook()
     model = replying("I do not know.")
@@ -272,7 +206,7 @@ async def test_recall_failure_runs_without_memory_and_still_stores(
 async def test_the_observer_stores_the_prompt_and_the_final_output_only(
     client: AsyncMemoryClient, subject: str, proxy: FaultProxy
 ) -> None:
-    await seed(client, subject)
+    await seed_marta(client, subject)
     model = Scripted(
         [
             ModelResponse(parts=[ToolCallPart("book_room", {"day": "Tuesday"})]),
@@ -385,7 +319,7 @@ async def test_compaction_is_off_by_default(client: AsyncMemoryClient, subject: 
 async def test_due_compaction_hands_the_model_the_deployments_context(
     client: AsyncMemoryClient, subject: str, proxy: FaultProxy
 ) -> None:
-    proxy.configure(Faults(), ContextAnswer.model_validate(CONTEXT))
+    proxy.configure(Faults(), STATED_ANSWER)
     system = ModelRequest(parts=[SystemPromptPart("You keep the office diary.")])
     model = replying("In Cork.")
     memory = PydanticAIMemory(client, subject, compact_after_messages=4)
@@ -396,7 +330,7 @@ async def test_due_compaction_hands_the_model_the_deployments_context(
 
     handed = model.handed[0]
     [context] = memory_texts(handed)
-    assert context == render_context_message(CONTEXT)
+    assert context == render_context_message(STATED_CONTEXT)
     assert texts(handed) == ["You keep the office diary.", context, "Where is the office now?"]
     kept = texts(result.all_messages())
     assert kept == [
@@ -474,11 +408,5 @@ def test_options_are_checked_up_front() -> None:
 
 
 def test_the_driver_passes_every_shipped_case(deployment: Deployment) -> None:
-    cases = load_cases()
-    command = driver_command("pydantic-ai")
-    assert command[0] == sys.executable
-
-    results = run_suite(command, cases, api=deployment.api, token=deployment.token)
-
-    assert [(r.case, r.failures) for r in results if not r.passed] == []
-    assert len(results) == len(cases)
+    assert driver_command("pydantic-ai")[0] == sys.executable
+    assert failed_cases("pydantic-ai", deployment) == {}

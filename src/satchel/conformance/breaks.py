@@ -105,19 +105,6 @@ class _StoresFailedTurns(ReferenceAgent):
     store_failed_turns = True
 
 
-async def _observe(memory: AgentMemory, messages: list[dict[str, Any]]) -> None:
-    """Store `messages` as the shared policy stores a turn: its key, its subject, failure raised."""
-    try:
-        await memory.client.observe(
-            idempotency_key=memory.key(messages),
-            messages=messages,
-            data_subject_id=memory.data_subject_id,
-        )
-    except MemoryServiceError as error:
-        memory.on_error("observe", error)
-        raise MemoryStoreFailed(error) from error
-
-
 def _in_groups(groups: list[list[tuple[str, str]]]) -> list[dict[str, Any]]:
     return [
         {"role": role, "content": content, "group_ordinal": ordinal}
@@ -130,27 +117,23 @@ class _ObservesToolTraffic(ReferenceAgent):
     """Observes each tool call with its answer as one group between the person and the reply."""
 
     async def store(self, user: str, reply: str) -> None:
-        self.observed = True
         said = [(m.role, m.content) for m in self.traffic]
         calls = [said[i : i + 2] for i in range(0, len(said), 2)]
         groups = [[("user", user)], *calls, [("assistant", reply)]]
-        await _observe(self.memory, _in_groups(groups))
+        await self.memory.observe_messages(_in_groups(groups))
 
 
 class _ObservesSynthetic(ReferenceAgent):
     async def store(self, user: str, reply: str) -> None:
-        self.observed = True
         written = [[(m.role, m.content)] for m in self.synthetic]
-        await _observe(
-            self.memory, _in_groups([*written, [("user", user)], [("assistant", reply)]])
-        )
+        groups = [*written, [("user", user)], [("assistant", reply)]]
+        await self.memory.observe_messages(_in_groups(groups))
 
 
 class _OneGroup(ReferenceAgent):
     async def store(self, user: str, reply: str) -> None:
-        self.observed = True
         messages = [{**m, "group_ordinal": 0} for m in observed_messages(user, reply)]
-        await _observe(self.memory, messages)
+        await self.memory.observe_messages(messages)
 
 
 class _RandomKey(AgentMemory):

@@ -81,6 +81,40 @@ def _judge_model(expect: Expect, messages: Sequence[Message]) -> list[str]:
     return failures
 
 
+def _judge_fidelity(case: Case, messages: Sequence[Message]) -> list[str]:
+    """A context form of the memory message must carry the stated context's segments, turns and
+    watermark unchanged: what replaces a history is the deployment's answer, nothing rewritten."""
+    if case.context is None:
+        return []
+    stated = case.context.model_dump(mode="json", exclude_unset=True)
+    watermark = stated.get("watermark") or {}
+    wanted = {
+        "segments": stated.get("segments") or [],
+        "turns": stated.get("turns") or [],
+        "watermark": {
+            "stored": watermark.get("stored"),
+            "formed": watermark.get("formed"),
+            "parked": watermark.get("parked", 0),
+        },
+    }
+    failures: list[str] = []
+    for document in (doc for m in messages if (doc := _memory(m)) is not None):
+        if not document.is_context:
+            continue
+        seen = {
+            "segments": document.segments,
+            "turns": document.turns,
+            "watermark": document.watermark,
+        }
+        for name, value in wanted.items():
+            if seen[name] != value:
+                failures.append(
+                    f"memory_carries: expected the context's {name} unchanged, "
+                    f"saw {_clip(repr(seen[name]))}"
+                )
+    return failures
+
+
 def _judge_reports(expect: Expect, reports: Sequence[Report]) -> list[str]:
     failures: list[str] = []
     checks = (
@@ -145,6 +179,7 @@ def judge(
     failures: list[str] = []
     for attempt, report in enumerate(reports, start=1):
         found = _judge_model(expect, report.model_messages)
+        found += _judge_fidelity(case, report.model_messages)
         if len(reports) > 1:
             found = [f"{failure} (attempt {attempt} of {len(reports)})" for failure in found]
         failures.extend(found)

@@ -13,9 +13,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from satchel.integrations import driver
-from satchel.integrations.core import AgentMemory, MemoryStoreFailed
-from satchel.integrations.driver import Instruction, Message, ModelFailure, Report, Turn
-from satchel.memory.client import AsyncMemoryClient
+from satchel.integrations.core import AgentMemory
+from satchel.integrations.driver import (
+    Instruction,
+    Message,
+    ModelFailure,
+    RecordingClient,
+    Report,
+    Turn,
+    turn_outcome,
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,6 @@ class ReferenceAgent:
         self.tools = dict(tools or {})
         self.compact_at = compact_at
         self.traffic: list[Message] = []
-        self.observed = False
 
     def memory_message(self, text: str) -> Message:
         """A memory or context message as the model is handed it."""
@@ -128,7 +134,6 @@ class ReferenceAgent:
 
     async def store(self, user: str, reply: str) -> None:
         """Observe the person's message and the final reply; a failure is raised to the caller."""
-        self.observed = True
         await self.memory.observe(user, reply)
 
 
@@ -145,7 +150,8 @@ async def run_turn(
     turn = instruction.turn
     model = StubModel(turn)
     report = Report()
-    async with AsyncMemoryClient(instruction.api, instruction.token) as client:
+    client = RecordingClient(instruction.api, instruction.token)
+    async with client:
         memory = memory_type(
             client,
             data_subject_id=instruction.data_subject_id,
@@ -160,15 +166,10 @@ async def run_turn(
             tools={tool.call: tool.result for tool in turn.tool_calls},
             compact_at=1 if turn.compact else None,
         )
-        try:
+        with turn_outcome(report, "reference"):
             await agent.run(turn.user)
-        except MemoryStoreFailed as failure:
-            report.fatal, report.store_error = True, str(failure)
-        except Exception as error:
-            print(f"reference: the turn failed: {error!r}", file=sys.stderr, flush=True)
-            report.fatal = True
     report.model_messages = model.first
-    report.observed = agent.observed
+    report.observed = client.observed
     return report
 
 

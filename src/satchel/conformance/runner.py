@@ -8,8 +8,10 @@ when the driver dies or answers something that is not a report.
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -83,6 +85,13 @@ def _seed(client: MemoryClient, case: Case, subject: str) -> None:
     _with_backoff(lambda: client.assert_records(records))
 
 
+def driver_environment() -> dict[str, str]:
+    """This environment, with the folder of the Python running satchel first on PATH, so a
+    driver command naming `python` gets the interpreter that has satchel installed."""
+    folder = os.path.dirname(sys.executable)
+    return {**os.environ, "PATH": os.pathsep.join([folder, os.environ.get("PATH", "")])}
+
+
 class Driver:
     """The driver process: one instruction line in, one report line out."""
 
@@ -98,6 +107,7 @@ class Driver:
                 encoding="utf-8",
                 errors="replace",
                 bufsize=1,
+                env=driver_environment(),
             )
         except OSError as error:
             raise DriverBroken(f"the driver {list(command)} could not start: {error}") from None

@@ -1,7 +1,8 @@
 """One subject's memory around an agent turn, the policy every framework integration shares.
 
 Recall and context failures are reported to the error hook and never raised: the agent runs
-without memory. A store failure is reported to the hook *and* raised as `MemoryStoreFailed`,
+without memory. A context with no segments and no turns (nothing formed yet) is no context: the
+history stays. A store failure is reported to the hook *and* raised as `MemoryStoreFailed`,
 because a turn lost silently is invisible until someone asks for it.
 """
 
@@ -47,18 +48,22 @@ def _ignore(operation: str, error: Exception) -> None:
     """The default hook: the failure is already handled by the policy above."""
 
 
-class _Policy:
+class _Policy[Client]:
+    """What the async and the sync policy share: the options and every step that does no I/O."""
+
     def __init__(
         self,
+        client: Client,
         *,
         data_subject_id: str,
-        run_id: str,
-        on_error: ErrorHook | None,
-        recall_controls: Mapping[str, Any] | None,
-        context_characters: int | None,
+        run_id: str = "",
+        on_error: ErrorHook | None = None,
+        recall_controls: Mapping[str, Any] | None = None,
+        context_characters: int | None = None,
     ) -> None:
         if not data_subject_id or not data_subject_id.strip():
             raise ValueError("data_subject_id is required: memory is one person's")
+        self.client: Client = client
         self.data_subject_id = data_subject_id
         self.run_id = run_id
         self.on_error = on_error or _ignore
@@ -71,28 +76,29 @@ class _Policy:
     def recalled(self, watermark: Mapping[str, Any], recall: Mapping[str, Any]) -> str | None:
         return None if recall_is_empty(recall) else render_memory_message(watermark, recall)
 
+    def context_text(self, context: Mapping[str, Any]) -> str | None:
+        """The context as one memory message, or None when it holds no segments and no turns."""
+        if not (context.get("segments") or context.get("turns")):
+            return None
+        return render_context_message(context)
 
-class AgentMemory(_Policy):
+    def observation(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The observe request for `messages`: their turn key, the subject, the time now."""
+        return {
+            "idempotency_key": self.key(messages),
+            "messages": messages,
+            "data_subject_id": self.data_subject_id,
+            "occurred_at": _now(),
+        }
+
+    def store_failed(self, error: MemoryServiceError) -> MemoryStoreFailed:
+        """Report a refused observation to the hook; the error to raise for it."""
+        self.on_error("observe", error)
+        return MemoryStoreFailed(error)
+
+
+class AgentMemory(_Policy[AsyncMemoryClient]):
     """The shared policy over `AsyncMemoryClient`; one instance per subject and run."""
-
-    def __init__(
-        self,
-        client: AsyncMemoryClient,
-        *,
-        data_subject_id: str,
-        run_id: str = "",
-        on_error: ErrorHook | None = None,
-        recall_controls: Mapping[str, Any] | None = None,
-        context_characters: int | None = None,
-    ) -> None:
-        super().__init__(
-            data_subject_id=data_subject_id,
-            run_id=run_id,
-            on_error=on_error,
-            recall_controls=recall_controls,
-            context_characters=context_characters,
-        )
-        self.client = client
 
     async def recall_message(self, question: str) -> str | None:
         """The memory message for `question`, or None when recall found nothing or failed."""
@@ -109,7 +115,7 @@ class AgentMemory(_Policy):
         return self.recalled(watermark, recall)
 
     async def context_message(self) -> str | None:
-        """The subject's context as one memory message, or None when it could not be fetched."""
+        """The subject's context as one memory message, or None when it is empty or failed."""
         try:
             context = await self.client.context(
                 data_subject_id=self.data_subject_id, max_characters=self.context_characters
@@ -117,44 +123,22 @@ class AgentMemory(_Policy):
         except MemoryServiceError as error:
             self.on_error("context", error)
             return None
-        return render_context_message(context)
+        return self.context_text(context)
+
+    async def observe_messages(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store `messages` under their turn key; a failure is reported and raised."""
+        try:
+            return await self.client.observe(**self.observation(messages))
+        except MemoryServiceError as error:
+            raise self.store_failed(error) from error
 
     async def observe(self, user: str, assistant: str) -> dict[str, Any]:
-        """Store the turn under its turn key; a failure is reported and raised."""
-        messages = observed_messages(user, assistant)
-        try:
-            return await self.client.observe(
-                idempotency_key=self.key(messages),
-                messages=messages,
-                data_subject_id=self.data_subject_id,
-                occurred_at=_now(),
-            )
-        except MemoryServiceError as error:
-            self.on_error("observe", error)
-            raise MemoryStoreFailed(error) from error
+        """Store the person's message and the final reply; a failure is reported and raised."""
+        return await self.observe_messages(observed_messages(user, assistant))
 
 
-class SyncAgentMemory(_Policy):
+class SyncAgentMemory(_Policy[MemoryClient]):
     """The shared policy over the synchronous `MemoryClient`."""
-
-    def __init__(
-        self,
-        client: MemoryClient,
-        *,
-        data_subject_id: str,
-        run_id: str = "",
-        on_error: ErrorHook | None = None,
-        recall_controls: Mapping[str, Any] | None = None,
-        context_characters: int | None = None,
-    ) -> None:
-        super().__init__(
-            data_subject_id=data_subject_id,
-            run_id=run_id,
-            on_error=on_error,
-            recall_controls=recall_controls,
-            context_characters=context_characters,
-        )
-        self.client = client
 
     def recall_message(self, question: str) -> str | None:
         """The memory message for `question`, or None when recall found nothing or failed."""
@@ -171,7 +155,7 @@ class SyncAgentMemory(_Policy):
         return self.recalled(watermark, recall)
 
     def context_message(self) -> str | None:
-        """The subject's context as one memory message, or None when it could not be fetched."""
+        """The subject's context as one memory message, or None when it is empty or failed."""
         try:
             context = self.client.context(
                 data_subject_id=self.data_subject_id, max_characters=self.context_characters
@@ -179,18 +163,15 @@ class SyncAgentMemory(_Policy):
         except MemoryServiceError as error:
             self.on_error("context", error)
             return None
-        return render_context_message(context)
+        return self.context_text(context)
+
+    def observe_messages(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store `messages` under their turn key; a failure is reported and raised."""
+        try:
+            return self.client.observe(**self.observation(messages))
+        except MemoryServiceError as error:
+            raise self.store_failed(error) from error
 
     def observe(self, user: str, assistant: str) -> dict[str, Any]:
-        """Store the turn under its turn key; a failure is reported and raised."""
-        messages = observed_messages(user, assistant)
-        try:
-            return self.client.observe(
-                idempotency_key=self.key(messages),
-                messages=messages,
-                data_subject_id=self.data_subject_id,
-                occurred_at=_now(),
-            )
-        except MemoryServiceError as error:
-            self.on_error("observe", error)
-            raise MemoryStoreFailed(error) from error
+        """Store the person's message and the final reply; a failure is reported and raised."""
+        return self.observe_messages(observed_messages(user, assistant))

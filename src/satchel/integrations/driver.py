@@ -10,10 +10,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
-from typing import TextIO
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from satchel.integrations.core import MemoryStoreFailed
+from satchel.memory.client import AsyncMemoryClient
 
 
 class _Wire(BaseModel):
@@ -66,6 +70,48 @@ class ModelFailure(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the model call failed (stubbed failure)")
+
+
+class RecordingClient(AsyncMemoryClient):
+    """The async client, keeping the arguments of every observation the integration attempted."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        super().__init__(base_url, token)
+        self.observations: list[dict[str, Any]] = []
+
+    @property
+    def observed(self) -> bool:
+        """Whether the integration attempted to store the turn."""
+        return bool(self.observations)
+
+    async def observe(
+        self,
+        *,
+        idempotency_key: str,
+        messages: Sequence[Mapping[str, Any]],
+        data_subject_id: str | None = None,
+        occurred_at: str | None = None,
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "idempotency_key": idempotency_key,
+            "messages": messages,
+            "data_subject_id": data_subject_id,
+            "occurred_at": occurred_at,
+        }
+        self.observations.append(request)
+        return await super().observe(**request)
+
+
+@contextmanager
+def turn_outcome(report: Report, driver: str) -> Iterator[None]:
+    """Note in `report` how the turn ended: a store failure with its message; any failure fatal."""
+    try:
+        yield
+    except MemoryStoreFailed as failure:
+        report.fatal, report.store_error = True, str(failure)
+    except Exception as error:
+        print(f"{driver}: the turn failed: {error!r}", file=sys.stderr, flush=True)
+        report.fatal = True
 
 
 RunTurn = Callable[[Instruction], Awaitable[Report]]

@@ -4,8 +4,7 @@ Off by default. With `max_messages` set, a run whose loaded history holds more m
 asks the deployment for the subject's context and hands the model that one untrusted user message
 in place of the history; the person's current message stays. After a successful run the history
 kept in session state is replaced the same way, so the next run starts from the context. A context
-failure goes to `on_error` and the history stays as it was; so does an empty context (nothing formed
-yet), which would otherwise leave the model with no history at all.
+failure goes to `on_error` and the history stays as it was; so does an empty context.
 """
 
 from __future__ import annotations
@@ -24,15 +23,9 @@ from agent_framework import (
 from satchel.integrations.agent_framework.provider import SubjectProvider, memory_message
 from satchel.integrations.core import ErrorHook
 from satchel.memory.client import AsyncMemoryClient
-from satchel.memory.message import parse_memory_message
 
 _PENDING = "pending_replacement"
 """The provider-state key carrying a compaction from `before_run` to `after_run`."""
-
-
-def _is_empty(context_text: str) -> bool:
-    context = parse_memory_message(context_text)
-    return not (context.segments or context.turns)
 
 
 def _held_messages(session: AgentSession, history_source_id: str) -> list[Any] | None:
@@ -98,7 +91,7 @@ class ContextCompactionProvider(SubjectProvider):
         if not self.due(history):
             return
         text = await self.memory(session).context_message()
-        if text is None or _is_empty(text):
+        if text is None:
             return
         context.context_messages[self.history_source_id] = [memory_message(text)]
         held = _held_messages(session, self.history_source_id)

@@ -23,10 +23,16 @@ from agent_framework import (
 
 from satchel.integrations.agent_framework.compaction import ContextCompactionProvider
 from satchel.integrations.agent_framework.provider import MemoryProvider
-from satchel.integrations.core import MemoryStoreFailed
-from satchel.integrations.driver import Instruction, ModelFailure, Report, Turn, main
+from satchel.integrations.driver import (
+    Instruction,
+    ModelFailure,
+    RecordingClient,
+    Report,
+    Turn,
+    main,
+    turn_outcome,
+)
 from satchel.integrations.driver import Message as WireMessage
-from satchel.memory.client import AsyncMemoryClient
 from satchel.memory.message import UNTRUSTED_KEY
 
 COMPACTION_TRIGGER = 2
@@ -75,18 +81,6 @@ def turn_tool(turn: Turn) -> FunctionTool:
     return made
 
 
-class RecordingMemoryClient(AsyncMemoryClient):
-    """The memory client, keeping every observation the integration attempted."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        super().__init__(base_url, token)
-        self.observations: list[dict[str, Any]] = []
-
-    async def observe(self, **request: Any) -> dict[str, Any]:
-        self.observations.append(request)
-        return await super().observe(**request)
-
-
 def _wire(message: Message) -> WireMessage:
     return WireMessage(
         role=message.role,
@@ -100,7 +94,7 @@ async def run_turn(instruction: Instruction) -> Report:
     turn = instruction.turn
     model = ScriptedChatClient(turn)
     report = Report()
-    memory = RecordingMemoryClient(instruction.api, instruction.token)
+    memory = RecordingClient(instruction.api, instruction.token)
     async with memory:
         history = InMemoryHistoryProvider()
         agent = Agent(
@@ -119,13 +113,9 @@ async def run_turn(instruction: Instruction) -> Report:
         session = agent.create_session(session_id=instruction.case)
         held = [Message(m.role, [m.content]) for m in [*turn.history, *turn.synthetic]]
         session.state[history.source_id] = {"messages": held}
-        try:
+        with turn_outcome(report, "agent-framework"):
             await agent.run(turn.user, session=session)
-        except MemoryStoreFailed as error:
-            report.fatal, report.store_error = True, str(error)
-        except Exception:
-            report.fatal = True
-        report.observed = bool(memory.observations)
+        report.observed = memory.observed
     if model.requests:
         report.model_messages = [_wire(m) for m in model.requests[0]]
     return report

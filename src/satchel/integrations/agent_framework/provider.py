@@ -7,6 +7,7 @@ final reply are observed under the turn key, with the session id as the run id.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,25 +60,20 @@ class SubjectProvider(ContextProvider):
         recall_controls: Mapping[str, Any] | None = None,
         context_characters: int | None = None,
     ) -> None:
-        if not data_subject_id or not data_subject_id.strip():
-            raise ValueError("data_subject_id is required: memory is one person's")
         super().__init__(source_id)
-        self.client = client
-        self.data_subject_id = data_subject_id
-        self.on_error = on_error
-        self.recall_controls = dict(recall_controls or {})
-        self.context_characters = context_characters
+        self.policy = AgentMemory(
+            client,
+            data_subject_id=data_subject_id,
+            on_error=on_error,
+            recall_controls=recall_controls,
+            context_characters=context_characters,
+        )
 
     def memory(self, session: AgentSession) -> AgentMemory:
         """The policy for this session: its id is the run id the turn key is derived from."""
-        return AgentMemory(
-            self.client,
-            data_subject_id=self.data_subject_id,
-            run_id=session.session_id,
-            on_error=self.on_error,
-            recall_controls=self.recall_controls,
-            context_characters=self.context_characters,
-        )
+        memory = copy.copy(self.policy)
+        memory.run_id = session.session_id
+        return memory
 
 
 class MemoryProvider(SubjectProvider):

@@ -7,7 +7,7 @@ the turn's history is loaded into the thread's state before the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -25,15 +25,21 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from satchel.integrations.core import MemoryStoreFailed
-from satchel.integrations.driver import Instruction, Message, ModelFailure, Report, main
+from satchel.integrations.driver import (
+    Instruction,
+    Message,
+    ModelFailure,
+    RecordingClient,
+    Report,
+    main,
+    turn_outcome,
+)
 from satchel.integrations.driver import ToolCall as CaseToolCall
 from satchel.integrations.langgraph.middleware import (
     CompactTrigger,
     MemoryMiddleware,
     is_untrusted,
 )
-from satchel.memory.client import AsyncMemoryClient
 
 COMPACT_TRIGGER: CompactTrigger = ("messages", 2)
 """What `compact` arms: any history before the person's message trips it."""
@@ -75,28 +81,6 @@ class ScriptedChatModel(BaseChatModel):
             raise ModelFailure()
         reply = self.replies[min(len(self.calls), len(self.replies)) - 1]
         return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
-class RecordingClient(AsyncMemoryClient):
-    """The async client, counting the observations the middleware attempted."""
-
-    observe_calls = 0
-
-    async def observe(
-        self,
-        *,
-        idempotency_key: str,
-        messages: Sequence[Mapping[str, Any]],
-        data_subject_id: str | None = None,
-        occurred_at: str | None = None,
-    ) -> dict[str, Any]:
-        self.observe_calls += 1
-        return await super().observe(
-            idempotency_key=idempotency_key,
-            messages=messages,
-            data_subject_id=data_subject_id,
-            occurred_at=occurred_at,
-        )
 
 
 def _tool(calls: Sequence[CaseToolCall]) -> BaseTool:
@@ -161,20 +145,14 @@ async def run_turn(instruction: Instruction) -> Report:
     held = [_held(m, synthetic=False) for m in turn.history]
     held += [_held(m, synthetic=True) for m in turn.synthetic]
     report = Report()
-    try:
-        if held:
-            await agent.aupdate_state(config, {"messages": held})
-        await agent.ainvoke({"messages": [HumanMessage(content=turn.user)]}, config)
-    except MemoryStoreFailed as error:
-        report.fatal = True
-        report.store_error = str(error)
-    except Exception:
-        report.fatal = True
-    finally:
-        await client.aclose()
+    async with client:
+        with turn_outcome(report, "langgraph"):
+            if held:
+                await agent.aupdate_state(config, {"messages": held})
+            await agent.ainvoke({"messages": [HumanMessage(content=turn.user)]}, config)
     if model.calls:
         report.model_messages = [_reported(m) for m in model.calls[0]]
-    report.observed = client.observe_calls > 0
+    report.observed = client.observed
     return report
 
 

@@ -35,7 +35,7 @@ from langgraph.runtime import Runtime
 
 from satchel.integrations.core import AgentMemory, ErrorHook, SyncAgentMemory
 from satchel.memory.client import AsyncMemoryClient, MemoryClient
-from satchel.memory.message import UNTRUSTED_KEY, is_memory_text, parse_memory_message
+from satchel.memory.message import UNTRUSTED_KEY, is_memory_text
 
 CompactTrigger = ContextMessages | ContextTokens
 """When compaction is due, in the vocabulary of LangChain's summarization trigger:
@@ -107,9 +107,6 @@ def _compacted(
 ) -> dict[str, Any] | None:
     """The state update putting the context in place of the history; None keeps the history."""
     if context is None:
-        return None
-    document = parse_memory_message(context)
-    if not (document.segments or document.turns):
         return None
     return {
         "messages": [

@@ -16,7 +16,6 @@ from agents.memory.openai_responses_compaction_session import select_compaction_
 
 from satchel.integrations.core import AgentMemory
 from satchel.integrations.openai_agents.items import memory_item
-from satchel.memory.message import parse_memory_message
 
 CompactionTrigger = Callable[[dict[str, Any]], bool]
 """Decides from the session's items whether compaction is due before this turn."""
@@ -38,8 +37,8 @@ async def compact_if_due(
 ) -> bool:
     """Replace the session's history by the subject's context when due; True when replaced.
 
-    A context that cannot be fetched (the failure goes to the error hook), or one with no
-    segments and no turns (nothing formed yet), leaves the history as it was.
+    A context that cannot be fetched (the failure goes to the error hook), or an empty one,
+    leaves the history as it was.
     """
     if trigger is None:
         return False
@@ -53,13 +52,8 @@ async def compact_if_due(
     if not due:
         return False
     context = await memory.context_message()
-    if context is None or _holds_nothing(context):
+    if context is None:
         return False
     await session.clear_session()
     await session.add_items([memory_item(context)])
     return True
-
-
-def _holds_nothing(context: str) -> bool:
-    message = parse_memory_message(context)
-    return not (message.segments or message.turns)

@@ -18,24 +18,21 @@ from agents import (
 from agents.memory import SQLiteSession
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from satchel.integrations.core import MemoryStoreFailed
-from satchel.integrations.driver import Instruction, Message, ModelFailure, Report, Turn, main
+from satchel.integrations.driver import (
+    Instruction,
+    Message,
+    ModelFailure,
+    RecordingClient,
+    Report,
+    Turn,
+    main,
+    turn_outcome,
+)
 from satchel.integrations.openai_agents.compaction import compact_at
 from satchel.integrations.openai_agents.items import is_untrusted, item_role, item_text
 from satchel.integrations.openai_agents.memory import SessionMemory
-from satchel.memory.client import AsyncMemoryClient
 
 TOOL_NAME = "run_call"
-
-
-class RecordingClient(AsyncMemoryClient):
-    """The real client, noting whether the integration attempted to store a turn."""
-
-    attempted_observe = False
-
-    async def observe(self, **arguments: Any) -> dict[str, Any]:
-        self.attempted_observe = True
-        return await super().observe(**arguments)
 
 
 def case_tool(calls: Mapping[str, str]) -> FunctionTool:
@@ -104,13 +101,9 @@ async def run_turn(instruction: Instruction) -> Report:
             data_subject_id=instruction.data_subject_id,
             should_trigger_compaction=compact_at(1) if turn.compact else None,
         )
-        try:
+        with turn_outcome(report, "openai-agents"):
             await memory.run(agent, turn.user, run_config=RunConfig(tracing_disabled=True))
-        except MemoryStoreFailed as error:
-            report.fatal, report.store_error = True, str(error)
-        except Exception:
-            report.fatal = True
-        report.observed = client.attempted_observe
+        report.observed = client.observed
     first = model.first_call
     report.model_messages = model_messages(first.input) if first is not None else []
     session.close()

@@ -8,9 +8,8 @@ then gives the turn's reply, or fails when the turn says so. The conversation id
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -26,38 +25,23 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from satchel.integrations.core import MemoryStoreFailed
-from satchel.integrations.driver import Instruction, Message, ModelFailure, Report, Turn, main
+from satchel.integrations.driver import (
+    Instruction,
+    Message,
+    ModelFailure,
+    RecordingClient,
+    Report,
+    Turn,
+    main,
+    turn_outcome,
+)
 from satchel.integrations.pydantic_ai.memory import PydanticAIMemory
 from satchel.integrations.pydantic_ai.messages import is_untrusted, memory_prompt, prompt_text
-from satchel.memory.client import AsyncMemoryClient
 
 COMPACT_AFTER_MESSAGES = 2
 """The compaction trigger a `compact` turn arms: any history of two messages or more trips it."""
 
 TOOL = "run_tool"
-
-
-class CountingClient(AsyncMemoryClient):
-    """The deployment client, counting the store attempts the integration made."""
-
-    observe_calls = 0
-
-    async def observe(
-        self,
-        *,
-        idempotency_key: str,
-        messages: Sequence[Mapping[str, Any]],
-        data_subject_id: str | None = None,
-        occurred_at: str | None = None,
-    ) -> dict[str, Any]:
-        self.observe_calls += 1
-        return await super().observe(
-            idempotency_key=idempotency_key,
-            messages=messages,
-            data_subject_id=data_subject_id,
-            occurred_at=occurred_at,
-        )
 
 
 @dataclass
@@ -146,28 +130,22 @@ async def run_turn(instruction: Instruction) -> Report:
     turn = instruction.turn
     model = ScriptedModel(turn)
     report = Report()
-    client = CountingClient(instruction.api, instruction.token)
+    client = RecordingClient(instruction.api, instruction.token)
     memory = PydanticAIMemory(
         client,
         instruction.data_subject_id,
         on_error=_log,
         compact_after_messages=COMPACT_AFTER_MESSAGES if turn.compact else None,
     )
-    try:
-        await scripted_agent(model).run(
-            turn.user,
-            message_history=framework_history(turn),
-            conversation_id=instruction.case,
-            capabilities=[memory],
-        )
-    except MemoryStoreFailed as error:
-        report.fatal, report.store_error = True, str(error)
-    except Exception as error:
-        _log("turn", error)
-        report.fatal = True
-    finally:
-        await client.aclose()
-    report.observed = client.observe_calls > 0
+    async with client:
+        with turn_outcome(report, "pydantic-ai"):
+            await scripted_agent(model).run(
+                turn.user,
+                message_history=framework_history(turn),
+                conversation_id=instruction.case,
+                capabilities=[memory],
+            )
+    report.observed = client.observed
     report.model_messages = reported(model.handed[0]) if model.handed else []
     return report
 

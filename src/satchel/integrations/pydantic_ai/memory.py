@@ -25,7 +25,6 @@ from satchel.integrations.core import AgentMemory, ErrorHook
 from satchel.integrations.pydantic_ai.history import request_messages, split_run
 from satchel.integrations.pydantic_ai.messages import prompt_text
 from satchel.memory.client import AsyncMemoryClient
-from satchel.memory.message import parse_memory_message
 
 
 @dataclass
@@ -88,7 +87,7 @@ class PydanticAIMemory(AbstractCapability[Any]):
             self._prepared = True
             history, _ = split_run(messages, ctx.run_id)
             if self.compaction_due(history):
-                self._context = _holding(await turn.context_message())
+                self._context = await turn.context_message()
             question = prompt_text(ctx.prompt)
             self._recall = await turn.recall_message(question) if question else None
         return request_messages(messages, ctx.run_id, context=self._context, recall=self._recall)
@@ -111,14 +110,6 @@ class PydanticAIMemory(AbstractCapability[Any]):
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None
-
-
-def _holding(context: str | None) -> str | None:
-    """The context message when it holds segments or turns; an empty one would erase the history."""
-    if context is None:
-        return None
-    document = parse_memory_message(context)
-    return context if document.segments or document.turns else None
 
 
 def output_text(output: object) -> str:
