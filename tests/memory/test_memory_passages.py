@@ -15,6 +15,7 @@ from memory_kit import LiveServer
 
 from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, Vectors, load_embedder
 from satchel.memory.passages.index import index_passages
+from satchel.memory.passages.search import Scope, question_terms
 
 ANA = [
     "I adopted a golden retriever puppy last weekend, she is called Biscuit.",
@@ -269,3 +270,60 @@ def test_a_turn_ranks_with_the_session_it_was_said_in(live_server: LiveServer) -
     ]
     assert len(twins) == 2
     assert twins[0].startswith("2026-03-01")
+
+
+def observe_said(live_server: LiveServer, subject: str, said: list[tuple[str, str]]) -> None:
+    token = live_server.token("alpha")
+    with httpx.Client(
+        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        for when, text in said:
+            body = {
+                "data_subject_id": subject,
+                "occurred_at": when,
+                "messages": [{"role": "user", "content": text}],
+            }
+            assert client.post("/v1/observations", json=body).status_code == 201
+
+
+def test_a_day_the_question_names_draws_in_what_was_said_around_it(
+    live_server: LiveServer,
+) -> None:
+    """Of two identical messages the one said on the named day ranks first, and a message
+    sharing no word with the question is found because it was said that day."""
+    observe_said(
+        live_server,
+        "dora",
+        [
+            ("2026-03-01T10:00:00Z", "We went hiking in the hills."),
+            ("2026-03-08T10:00:00Z", "We went hiking in the hills."),
+            ("2026-03-08T10:05:00Z", "Then a picnic by the lake."),
+            ("2026-05-20T10:00:00Z", "A quiet day at home."),
+        ],
+    )
+    token = live_server.token("alpha")
+    with httpx.Client(
+        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        page = search(client, "Where did we go hiking on 8 March, 2026?", data_subject_id="dora")
+    found = [(p["preview"], p["occurred_at"][:10]) for p in page["passages"]]
+    assert found[0] == ("We went hiking in the hills.", "2026-03-08")
+    assert ("Then a picnic by the lake.", "2026-03-08") in found
+    assert ("A quiet day at home.", "2026-05-20") not in found
+
+
+def test_words_common_to_the_scope_are_left_out_of_the_embedded_question(
+    live_server: LiveServer,
+) -> None:
+    said = [("2026-04-01T10:00:00Z", f"Evan: note {n} about the week.") for n in range(8)]
+    said.append(("2026-04-01T11:00:00Z", "Sam: the kayak trip was cancelled."))
+    observe_said(live_server, "evan", said)
+
+    async def terms() -> Any:
+        async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
+            scope = Scope(project_id(live_server.database_url), "evan")
+            return await question_terms(conn, scope, "Did Evan cancel the kayak trip?")
+
+    found = asyncio.run(terms())
+    assert found.focused == "Did cancel the kayak trip?"
+    assert {lexeme for lexeme, _ in found.weights} >= {"'evan'", "'kayak'", "'trip'"}

@@ -1,4 +1,8 @@
-"""Hybrid passage search: BM25 over the full-text index fused with vector similarity."""
+"""Hybrid passage search: BM25 over the full-text index fused with vector similarity.
+
+Words common to much of the scope (speakers' names, mostly) are left out of the question the
+embedder reads; a day or month the question names draws in the messages stored around it.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +11,31 @@ import hashlib
 import math
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
+from satchel.memory.passages.periods import Period, named_periods
 from satchel.memory.store.messages import cut
 
 Conn = AsyncConnection[Any]
 
 NO_OFFSET = -1
-DEFAULT_CANDIDATES = 100
+DEFAULT_CANDIDATES = 200
 PREVIEW_BYTES = 1024
-K1 = 1.2  # BM25 term saturation
-B = 0.75  # BM25 length normalization
-TEXT_WEIGHT = 0.5  # share of the best-normalized BM25 score; the rest is cosine similarity
+K1 = 0.9  # BM25 term saturation
+B = 0.5  # BM25 length normalization
+TEXT_WEIGHT = 0.4  # share of the best-normalized BM25 score; the rest is cosine similarity
 COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
 NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
 SESSION_WEIGHT = 0.6  # share of its session's score (the best messages said at the same time)
-SESSION_TOP = 3  # how many of a session's best messages its score averages
+SESSION_TOP = 4  # how many of a session's best messages its score averages
+COMMON_SHARE = 0.2  # a word in more of the scope's messages than this is not embedded
+PERIOD_WEIGHT = 0.2  # what being said in a period the question names adds
+PERIOD_SLACK = timedelta(days=3)  # how far around a named period still counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +134,27 @@ async def coverage(conn: Conn, project_id: int) -> Coverage:
 Ranking = list[tuple[uuid.UUID, float]]
 
 
-async def text_ranking(conn: Conn, scope: Scope, question: str, count: int) -> Ranking:
-    """Up to `count` messages and their BM25 scores over full-text lexemes (any term matches)."""
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """The question's lexemes with their BM25 weights, and the question without common words."""
+
+    weights: list[tuple[str, float]]
+    focused: str
+
+
+async def question_terms(conn: Conn, scope: Scope, question: str) -> Terms:
+    """Weigh the question's lexemes over the scope, and drop from the text the embedder reads
+    every word whose lexemes are all in more than `COMMON_SHARE` of the scope's messages."""
+    words = question.split()
     cursor = await conn.execute(
-        "SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s)))", (question,)
+        "SELECT tsvector_to_array(to_tsvector('english', w))"
+        " FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n",
+        (words,),
     )
-    lexemes = [row[0] for row in await cursor.fetchall()]
+    per_word = [list(row[0]) for row in await cursor.fetchall()]
+    lexemes = list(dict.fromkeys(lexeme for found in per_word for lexeme in found))
     if not lexemes:
-        return []
+        return Terms([], question)
     where, params = scope.where()
     counts = [sql.SQL("SELECT count(*) FROM messages m WHERE {}").format(where)]
     count_params = list(params)
@@ -151,8 +172,17 @@ async def text_ranking(conn: Conn, scope: Scope, question: str, count: int) -> R
         idf = _idf(total, frequency)
         if frequency and idf > 0:
             weights.append((tsquery_lexeme(lexeme), idf))
+    common = {x for x, f in zip(lexemes, frequencies, strict=True) if f > COMMON_SHARE * total}
+    kept = [w for w, found in zip(words, per_word, strict=True) if not found or set(found) - common]
+    return Terms(weights, " ".join(kept) or question)
+
+
+async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ranking:
+    """Up to `count` messages and their BM25 scores over full-text lexemes (any term matches)."""
+    weights = terms.weights
     if not weights:
         return []
+    where, params = scope.where()
     matched = sql.SQL(" + ").join(
         sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)") for _ in weights
     )
@@ -193,16 +223,50 @@ async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> R
     return [(row[0], 1.0 - float(row[1])) for row in await cursor.fetchall()]
 
 
-def fuse(text: Ranking, vector: Ranking) -> dict[uuid.UUID, float]:
-    """A weighted sum: BM25 over its best score, and cosine similarity above the floor."""
+async def period_ranking(
+    conn: Conn, scope: Scope, periods: list[Period], vector: str | None, count: int
+) -> Ranking:
+    """Up to `count` messages stored in the named periods (with slack), most similar first."""
+    where, params = scope.where()
+    bounds = sql.SQL(" OR ").join(
+        sql.SQL("(m.occurred_at >= %s AND m.occurred_at < %s)") for _ in periods
+    )
+    values: list[Any] = []
+    similarity: sql.Composable = sql.SQL("0.0")
+    if vector is not None:
+        similarity = sql.SQL("coalesce(1 - (m.embedding <=> %s::vector), 0.0)")
+        values.append(vector)
+    values += params
+    for start, end in periods:
+        values += [start - PERIOD_SLACK, end + PERIOD_SLACK]
+    values.append(count)
+    query = sql.SQL(
+        "SELECT m.id, {similarity} AS similarity FROM messages m WHERE {where} AND ({bounds})"
+        " ORDER BY similarity DESC, m.id LIMIT %s"
+    ).format(similarity=similarity, where=where, bounds=bounds)
+    cursor = await conn.execute(query, values)
+    return [(row[0], float(row[1])) for row in await cursor.fetchall()]
+
+
+def fuse(text: Ranking, vector: Ranking, dated: Ranking | None = None) -> dict[uuid.UUID, float]:
+    """A weighted sum: BM25 over its best score, cosine similarity above the floor, and a bonus
+    for being said in a period the question names (a message found only that way is scored by
+    its similarity)."""
     scores: dict[uuid.UUID, float] = {}
     best = max((score for _, score in text), default=0.0) or 1.0
     for chunk, score in text:
         scores[chunk] = scores.get(chunk, 0.0) + TEXT_WEIGHT * score / best
     for chunk, similarity in vector:
-        related = max(0.0, similarity - COSINE_FLOOR)
-        scores[chunk] = scores.get(chunk, 0.0) + (1 - TEXT_WEIGHT) * related
+        scores[chunk] = scores.get(chunk, 0.0) + (1 - TEXT_WEIGHT) * _related(similarity)
+    for chunk, similarity in dated or []:
+        if chunk not in scores:
+            scores[chunk] = (1 - TEXT_WEIGHT) * _related(similarity)
+        scores[chunk] += PERIOD_WEIGHT
     return scores
+
+
+def _related(similarity: float) -> float:
+    return max(0.0, similarity - COSINE_FLOOR)
 
 
 async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking:
@@ -302,10 +366,13 @@ async def search_passages(
     pool = max(candidates or DEFAULT_CANDIDATES, limit)
     state = await coverage(conn, scope.project_id)
     usable = embedder is not None and state.embedder == embedder.identity
-    vector = await embed_question(embedder, question) if usable else None
-    text = await text_ranking(conn, scope, question, pool)
+    terms = await question_terms(conn, scope, question)
+    vector = await embed_question(embedder, terms.focused) if usable else None
+    text = await text_ranking(conn, scope, terms, pool)
     nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
-    ranked = await with_neighbours(conn, fuse(text, nearest))
+    periods = named_periods(question)
+    dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
+    ranked = await with_neighbours(conn, fuse(text, nearest, dated))
     hits = await hits_of(conn, ranked[:limit])
     build_state = _build_state(embedder, state, vector is not None)
     return Found(
