@@ -3,15 +3,16 @@ hook, and readings of the deployment and the fault proxy."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from satchel.conformance.cases import ContextAnswer, load_cases
 from satchel.conformance.deployment import Deployment
-from satchel.conformance.drivers import driver_command
 from satchel.conformance.proxy import OBSERVATIONS, FaultProxy
-from satchel.conformance.runner import run_suite
 from satchel.memory.client import AsyncMemoryClient
 
 STATED_CONTEXT: dict[str, Any] = {
@@ -83,8 +84,18 @@ def observed_bodies(proxy: FaultProxy) -> list[Any]:
 
 
 def failed_cases(driver: str, deployment: Deployment) -> dict[str, list[str]]:
-    """Run every shipped case through a shipped driver; the failures of each case that failed."""
-    cases = load_cases()
-    results = run_suite(driver_command(driver), cases, api=deployment.api, token=deployment.token)
-    assert [r.case for r in results] == [c.name for c in cases]
-    return {r.case: r.failures for r in results if not r.passed}
+    """Run every shipped case through `satchel conformance --driver NAME` against the deployment;
+    the failures of each case that failed (the command's exit code agrees with them)."""
+    command = [sys.executable, "-m", "satchel", "conformance", "--driver", driver]
+    done = subprocess.run(
+        [*command, "--api", deployment.api, "--token", deployment.token],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["case"] for r in results] == [c.name for c in load_cases()], done.stderr[-2000:]
+    failed = {r["case"]: r["failures"] for r in results if not r["passed"]}
+    assert done.returncode == (1 if failed else 0), done.stderr[-2000:]
+    return failed
