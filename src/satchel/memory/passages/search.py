@@ -188,11 +188,12 @@ async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ra
     )
     query = sql.SQL(
         "SELECT id, weight * %s / (1 + %s * (1 - %s + %s * dl / avgdl)) AS score"
-        " FROM (SELECT m.id, ({matched}) AS weight,"
+        " FROM (SELECT m.id, o.log_offset, m.ordinal, ({matched}) AS weight,"
         " greatest(length(m.search_text), 1) AS dl,"
         " avg(greatest(length(m.search_text), 1)) OVER () AS avgdl"
-        " FROM messages m WHERE {where} AND m.search_text @@ %s::tsquery) s"
-        " ORDER BY score DESC, id LIMIT %s"
+        " FROM messages m JOIN observations o ON o.id = m.observation_id"
+        " WHERE {where} AND m.search_text @@ %s::tsquery) s"
+        " ORDER BY score DESC, log_offset DESC, ordinal LIMIT %s"
     ).format(matched=matched, where=where)
     any_term = " | ".join(quoted for quoted, _ in weights)
     values: list[Any] = [K1 + 1, K1, B, B]
