@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -327,3 +328,29 @@ def test_words_common_to_the_scope_are_left_out_of_the_embedded_question(
     found = asyncio.run(terms())
     assert found.focused == "Did cancel the kayak trip?"
     assert {lexeme for lexeme, _ in found.weights} >= {"'evan'", "'kayak'", "'trip'"}
+
+
+def test_lexeme_counts_stay_with_their_lexemes_under_parallel_plans(
+    live_server: LiveServer,
+) -> None:
+    """Each lexeme's IDF comes from its own count whatever plan the database picks (a regression:
+    counts read from a UNION ALL came back in the order parallel workers finished)."""
+    said = [("2026-04-02T10:00:00Z", f"Fay: the garden needs work, day {n}.") for n in range(30)]
+    said += [("2026-04-03T10:00:00Z", "Fay: the violin lesson moved to Monday.")]
+    observe_said(live_server, "fay", said)
+
+    async def terms() -> Any:
+        async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
+            for setting in (
+                "SET debug_parallel_query = on",
+                "SET parallel_setup_cost = 0",
+                "SET parallel_tuple_cost = 0",
+                "SET min_parallel_table_scan_size = 0",
+            ):
+                await conn.execute(setting)
+            scope = Scope(project_id(live_server.database_url), "fay")
+            return await question_terms(conn, scope, "When is the violin lesson in the garden?")
+
+    weights = dict(asyncio.run(terms()).weights)
+    assert weights["'violin'"] > weights["'lesson'"] * 0.99 > weights["'garden'"] * 5
+    assert weights["'violin'"] == pytest.approx(math.log(1 + (31 - 1 + 0.5) / 1.5))

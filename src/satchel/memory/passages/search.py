@@ -26,12 +26,12 @@ Conn = AsyncConnection[Any]
 NO_OFFSET = -1
 DEFAULT_CANDIDATES = 200
 PREVIEW_BYTES = 1024
-K1 = 0.9  # BM25 term saturation
-B = 0.5  # BM25 length normalization
-TEXT_WEIGHT = 0.4  # share of the best-normalized BM25 score; the rest is cosine similarity
+K1 = 0.7  # BM25 term saturation
+B = 0.4  # BM25 length normalization
+TEXT_WEIGHT = 0.35  # share of the best-normalized BM25 score; the rest is cosine similarity
 COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
 NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
-SESSION_WEIGHT = 0.6  # share of its session's score (the best messages said at the same time)
+SESSION_WEIGHT = 0.7  # share of its session's score (the best messages said at the same time)
 SESSION_TOP = 4  # how many of a session's best messages its score averages
 COMMON_SHARE = 0.2  # a word in more of the scope's messages than this is not embedded
 PERIOD_WEIGHT = 0.2  # what being said in a period the question names adds
@@ -156,17 +156,16 @@ async def question_terms(conn: Conn, scope: Scope, question: str) -> Terms:
     if not lexemes:
         return Terms([], question)
     where, params = scope.where()
-    counts = [sql.SQL("SELECT count(*) FROM messages m WHERE {}").format(where)]
-    count_params = list(params)
-    for lexeme in lexemes:
-        counts.append(
-            sql.SQL(
-                "SELECT count(*) FROM messages m WHERE {} AND m.search_text @@ %s::tsquery"
-            ).format(where)
-        )
-        count_params += [*params, tsquery_lexeme(lexeme)]
-    cursor = await conn.execute(sql.SQL(" UNION ALL ").join(counts), count_params)
-    total, *frequencies = [row[0] for row in await cursor.fetchall()]
+    filtered = sql.SQL(", ").join(
+        sql.SQL("count(*) FILTER (WHERE m.search_text @@ %s::tsquery)") for _ in lexemes
+    )
+    cursor = await conn.execute(
+        sql.SQL("SELECT count(*), {} FROM messages m WHERE {}").format(filtered, where),
+        [*(tsquery_lexeme(lexeme) for lexeme in lexemes), *params],
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    total, *frequencies = row
     weights = []
     for lexeme, frequency in zip(lexemes, frequencies, strict=True):
         idf = _idf(total, frequency)
