@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from memory_kit import LiveServer, with_database
@@ -82,3 +83,13 @@ def live_server(db_url: str, memory_settings: MemorySettings) -> Iterator[LiveSe
 def token(live_server: LiveServer) -> Callable[..., str]:
     """`token(project="alpha", read_only=False)` makes a bearer token on the live server."""
     return live_server.token
+
+
+@pytest.fixture
+def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
+    """An HTTP client on the live server with a token for project `alpha`."""
+    token = live_server.token("alpha")
+    with httpx.Client(
+        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        yield client

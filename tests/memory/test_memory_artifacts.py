@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,15 +14,6 @@ from memory_kit import LiveServer
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-@pytest.fixture
-def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
-    token = live_server.token("alpha")
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        yield client
 
 
 def call(client: httpx.Client, op: str, status: int = 200, **body: Any) -> dict[str, Any]:

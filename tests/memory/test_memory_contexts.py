@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,15 +12,6 @@ import pytest
 from memory_kit import LiveServer
 
 from satchel.memory.store.contexts import VERBATIM, Segment, choose, gaps
-
-
-@pytest.fixture
-def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
-    token = live_server.token("alpha")
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        yield client
 
 
 def observe(client: httpx.Client, subject: str | None, *contents: str) -> int:

@@ -236,64 +236,49 @@ def test_erased_messages_leave_the_index(
     assert page["build_state"] == "built"
 
 
-def test_a_turn_ranks_with_the_session_it_was_said_in(live_server: LiveServer) -> None:
+def observe_said(client: httpx.Client, subject: str, said: list[tuple[str, str]]) -> None:
+    """Store one single-message turn per `(occurred_at, text)` for `subject`."""
+    for when, text in said:
+        body = {
+            "data_subject_id": subject,
+            "occurred_at": when,
+            "messages": [{"role": "user", "content": text}],
+        }
+        assert client.post("/v1/observations", json=body).status_code == 201
+
+
+def test_a_turn_ranks_with_the_session_it_was_said_in(alpha: httpx.Client) -> None:
     """Of two identical turns, the one whose session says more about the question ranks first."""
-    token = live_server.token("alpha")
     busy = "2026-03-01T10:00:00Z"
     quiet = "2026-03-08T10:00:00Z"
-    said = [
-        (busy, "Garden soil is dry after the heat."),
-        (busy, "The garden needs water every evening."),
-        (busy, "The train was late again."),
-        (busy, "We talked about the garden."),
-        (quiet, "The bus was late again."),
-        (quiet, "We talked about the garden."),
-        (quiet, "The tram was late again."),
-    ]
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        for when, text in said:
-            body = {
-                "data_subject_id": "cara",
-                "occurred_at": when,
-                "messages": [{"role": "user", "content": text}],
-            }
-            assert client.post("/v1/observations", json=body).status_code == 201
-        answer = client.post(
-            "/v1/passages/search", json={"question": "garden", "data_subject_id": "cara"}
-        )
-    assert answer.status_code == 200
+    observe_said(
+        alpha,
+        "cara",
+        [
+            (busy, "Garden soil is dry after the heat."),
+            (busy, "The garden needs water every evening."),
+            (busy, "The train was late again."),
+            (busy, "We talked about the garden."),
+            (quiet, "The bus was late again."),
+            (quiet, "We talked about the garden."),
+            (quiet, "The tram was late again."),
+        ],
+    )
+    page = search(alpha, "garden", data_subject_id="cara")
     twins = [
         hit["occurred_at"]
-        for hit in answer.json()["passages"]
+        for hit in page["passages"]
         if hit["preview"] == "We talked about the garden."
     ]
     assert len(twins) == 2
     assert twins[0].startswith("2026-03-01")
 
 
-def observe_said(live_server: LiveServer, subject: str, said: list[tuple[str, str]]) -> None:
-    token = live_server.token("alpha")
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        for when, text in said:
-            body = {
-                "data_subject_id": subject,
-                "occurred_at": when,
-                "messages": [{"role": "user", "content": text}],
-            }
-            assert client.post("/v1/observations", json=body).status_code == 201
-
-
-def test_a_day_the_question_names_draws_in_what_was_said_around_it(
-    live_server: LiveServer,
-) -> None:
+def test_a_day_the_question_names_draws_in_what_was_said_around_it(alpha: httpx.Client) -> None:
     """Of two identical messages the one said on the named day ranks first, and a message
     sharing no word with the question is found because it was said that day."""
     observe_said(
-        live_server,
+        alpha,
         "dora",
         [
             ("2026-03-01T10:00:00Z", "We went hiking in the hills."),
@@ -302,11 +287,7 @@ def test_a_day_the_question_names_draws_in_what_was_said_around_it(
             ("2026-05-20T10:00:00Z", "A quiet day at home."),
         ],
     )
-    token = live_server.token("alpha")
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        page = search(client, "Where did we go hiking on 8 March, 2026?", data_subject_id="dora")
+    page = search(alpha, "Where did we go hiking on 8 March, 2026?", data_subject_id="dora")
     found = [(p["preview"], p["occurred_at"][:10]) for p in page["passages"]]
     assert found[0] == ("We went hiking in the hills.", "2026-03-08")
     assert ("Then a picnic by the lake.", "2026-03-08") in found
@@ -314,11 +295,11 @@ def test_a_day_the_question_names_draws_in_what_was_said_around_it(
 
 
 def test_words_common_to_the_scope_are_left_out_of_the_embedded_question(
-    live_server: LiveServer,
+    live_server: LiveServer, alpha: httpx.Client
 ) -> None:
     said = [("2026-04-01T10:00:00Z", f"Evan: note {n} about the week.") for n in range(8)]
     said.append(("2026-04-01T11:00:00Z", "Sam: the kayak trip was cancelled."))
-    observe_said(live_server, "evan", said)
+    observe_said(alpha, "evan", said)
 
     async def terms() -> Any:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
@@ -331,13 +312,13 @@ def test_words_common_to_the_scope_are_left_out_of_the_embedded_question(
 
 
 def test_lexeme_counts_stay_with_their_lexemes_under_parallel_plans(
-    live_server: LiveServer,
+    live_server: LiveServer, alpha: httpx.Client
 ) -> None:
     """Each lexeme's IDF comes from its own count whatever plan the database picks (a regression:
     counts read from a UNION ALL came back in the order parallel workers finished)."""
     said = [("2026-04-02T10:00:00Z", f"Fay: the garden needs work, day {n}.") for n in range(30)]
     said += [("2026-04-03T10:00:00Z", "Fay: the violin lesson moved to Monday.")]
-    observe_said(live_server, "fay", said)
+    observe_said(alpha, "fay", said)
 
     async def terms() -> Any:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:

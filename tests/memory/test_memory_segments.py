@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,15 +23,6 @@ from satchel.memory.formation.segments import (
 )
 
 Turn = dict[str, Any]  # an observation receipt: id, log_offset
-
-
-@pytest.fixture
-def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
-    token = live_server.token("alpha")
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        yield client
 
 
 def said(subject: str, index: int) -> str:

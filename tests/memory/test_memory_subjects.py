@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 from memory_kit import LiveServer
-
-
-@pytest.fixture
-def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
-    token = live_server.token("alpha")
-    with httpx.Client(
-        base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as client:
-        yield client
 
 
 def call(client: httpx.Client, op: str, status: int = 200, **body: Any) -> dict[str, Any]:
