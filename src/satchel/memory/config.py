@@ -49,6 +49,7 @@ class MemorySettings:
     formation_attempts: int = 6
     formation_batch: int = 64
     worker_poll: float = 1.0
+    body_timeout: float = 10.0  # seconds a request body may take to arrive once admitted
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
