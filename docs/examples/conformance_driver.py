@@ -5,7 +5,7 @@ rules of the taisce v1 contract, and speaks the driver protocol on stdio: one in
 in, one report per line out. It imports nothing of satchel, to show that the suite runs any
 program that speaks the protocol, whatever it is written in.
 
-    satchel conformance --driver "python docs/examples/conformance_driver.py"
+    .venv/bin/satchel conformance --driver "python docs/examples/conformance_driver.py"
 """
 
 from __future__ import annotations

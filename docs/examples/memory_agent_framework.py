@@ -1,13 +1,13 @@
 """Long-term memory for a Microsoft Agent Framework agent: recall in, turns stored, compaction on.
 
 Needs a running deployment and a token:
-    satchel serve &  TOKEN=$(satchel tokens create --project demo)
-    SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \
-        python docs/examples/memory_agent_framework.py
+    TOKEN=$(.venv/bin/satchel tokens create --project demo); .venv/bin/satchel serve &
+    SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \\
+        .venv/bin/python docs/examples/memory_agent_framework.py
 With OPENAI_API_KEY set the agent talks to OpenAI (`pip install agent-framework-openai`; the model
 comes from OPENAI_MODEL). Without it a scripted client answers, so the example runs anywhere.
-Observed turns become recallable facts once `satchel worker` has formed them; the fact asserted
-below is recallable at once.
+The fact asserted below is recallable at once. Observed turns can come back as recall's passages
+as soon as they are stored, and as facts once a worker with a formation model has formed them.
 """
 
 import asyncio

@@ -3,7 +3,7 @@
 Needs a deployment: SATCHEL_MEMORY_URL (e.g. http://127.0.0.1:8080) and SATCHEL_TOKEN.
 With OPENAI_API_KEY set (and langchain-openai installed) a real model answers; otherwise a
 scripted one does, so the example runs anywhere.
-Run: python docs/examples/memory_langgraph.py
+Run: .venv/bin/python docs/examples/memory_langgraph.py
 """
 
 import os

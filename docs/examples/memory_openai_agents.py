@@ -1,12 +1,13 @@
 """Long-term memory for an OpenAI Agents SDK agent: recall in, turns stored, compaction on.
 
 Needs a running deployment and a token:
-    satchel serve &  TOKEN=$(satchel tokens create --project demo)
+    TOKEN=$(.venv/bin/satchel tokens create --project demo); .venv/bin/satchel serve &
     SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \\
-        python docs/examples/memory_openai_agents.py
+        .venv/bin/python docs/examples/memory_openai_agents.py
 With OPENAI_API_KEY set the agent talks to OpenAI (model from OPENAI_MODEL, default gpt-4o-mini).
 Without it a scripted model answers, so the example runs anywhere. The fact asserted below is
-recallable at once; observed turns become facts once `satchel worker` has formed them.
+recallable at once; observed turns can come back as recall's passages as soon as they are
+stored, and as facts once a worker with a formation model has formed them.
 """
 
 import asyncio

@@ -1,12 +1,13 @@
 """Long-term memory for a PydanticAI agent: recall in before the model, each turn stored after it.
 
 Needs a running deployment and a token:
-    satchel serve &  TOKEN=$(satchel tokens create --project demo)
-    SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \
-        python docs/examples/memory_pydantic_ai.py
+    TOKEN=$(.venv/bin/satchel tokens create --project demo); .venv/bin/satchel serve &
+    SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \\
+        .venv/bin/python docs/examples/memory_pydantic_ai.py
 With OPENAI_API_KEY set the agent talks to OpenAI (model from OPENAI_MODEL, default gpt-4o-mini);
 without it a scripted model answers, so the example runs anywhere. The fact asserted below is
-recallable at once; observed turns become facts once `satchel worker` has formed them.
+recallable at once; observed turns can come back as recall's passages as soon as they are
+stored, and as facts once a worker with a formation model has formed them.
 """
 
 import asyncio

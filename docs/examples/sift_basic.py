@@ -2,7 +2,7 @@
 
 The model is scripted so the example runs offline; swap `scripted_model` for
 `client.chat.completions.create(model=..., **openai_chat_request(result, tools=tools))`.
-Run: python docs/examples/sift_basic.py
+Run: .venv/bin/python docs/examples/sift_basic.py
 """
 
 import json

@@ -2,7 +2,7 @@
 
 A fake chat model stands in for a real one so the example runs offline; the history keeps every
 message, and only what is sent each call is sifted.
-Run: python docs/examples/sift_langchain.py
+Run: .venv/bin/python docs/examples/sift_langchain.py
 """
 
 from langchain_core.language_models import FakeMessagesListChatModel

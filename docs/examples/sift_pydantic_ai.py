@@ -1,7 +1,7 @@
 """ContextSift on a PydanticAI agent: each model request is sifted; the run keeps its whole history.
 
 A function model stands in for a real one so the example runs offline.
-Run: python docs/examples/sift_pydantic_ai.py
+Run: .venv/bin/python docs/examples/sift_pydantic_ai.py
 """
 
 from pydantic_ai import Agent
