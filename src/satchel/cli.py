@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import runpy
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -94,27 +96,49 @@ def serve(
     data_dir: DataDir = None,
     role: Annotated[
         str,
-        typer.Option(help="all: API and worker; api: HTTP only; worker: formation only."),
+        typer.Option(
+            help="all: API and a worker process beside it; api: HTTP only; worker: formation only."
+        ),
     ] = "all",
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            envvar="SATCHEL_ACCESS_LOG",
+            help="One line per request on stderr (env SATCHEL_ACCESS_LOG=0 turns it off).",
+        ),
+    ] = True,
 ) -> None:
-    """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set)."""
-    from satchel.memory.server import serve as run
-
+    """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set);
+    SIGINT or SIGTERM stops it, its worker and its embedded PostgreSQL."""
+    errors = Console(stderr=True)
     if role not in ("all", "api", "worker"):
-        console.print(f"[red]--role must be all, api or worker, not {role!r}[/red]")
+        errors.print(f"[red]--role must be all, api or worker, not {role!r}[/red]")
         raise typer.Exit(2)
     from satchel.memory.formation.model import HostNotAllowed
-    from satchel.memory.server import work
+    from satchel.memory.server import ServeError, work
+    from satchel.memory.server import serve as run
+    from satchel.memory.store.embedded import EmbeddedBusy
 
     try:
         settings = _memory_settings(data_dir)
         if role == "worker":
             work(settings, announce=console.print)
         else:
-            run(settings, host, port, announce=console.print, with_worker=role == "all")
+            run(
+                settings,
+                host,
+                port,
+                announce=console.print,
+                with_worker=role == "all",
+                access_log=access_log,
+            )
     except HostNotAllowed as exc:
-        console.print(f"[red]{exc}[/red]")
+        errors.print(f"[red]{exc}[/red]", soft_wrap=True)
         raise typer.Exit(2) from None
+    except (ServeError, EmbeddedBusy) as exc:
+        errors.print(str(exc), style="red", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()
@@ -126,12 +150,27 @@ def worker(data_dir: DataDir = None) -> None:
     try:
         work(_memory_settings(data_dir), announce=console.print)
     except HostNotAllowed as exc:
-        console.print(f"[red]{exc}[/red]")
+        Console(stderr=True).print(f"[red]{exc}[/red]", soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 formation_app = typer.Typer(help="Operate the formation of stored turns.")
 app.add_typer(formation_app, name="formation")
+
+
+@contextmanager
+def _deployment(settings: MemorySettings) -> Iterator[str]:
+    """The deployment's database for a manage command, or exit 2 saying none is there."""
+    from satchel.memory.server import NoDeployment, deployment
+
+    try:
+        with deployment(settings) as url:
+            yield url
+    except NoDeployment as exc:
+        Console(stderr=True).print(
+            str(exc), style="red", highlight=False, markup=False, soft_wrap=True
+        )
+        raise typer.Exit(2) from None
 
 
 @formation_app.command("unpark")
@@ -142,7 +181,8 @@ def formation_unpark(
     """Put parked turns (those that failed formation 6 times) back in line for the worker."""
     from satchel.memory.server import unpark
 
-    count = unpark(_memory_settings(data_dir), project)
+    with _deployment(_memory_settings(data_dir)) as url:
+        count = unpark(url, project)
     console.print(f"unparked {count} turn(s)")
 
 
@@ -153,17 +193,26 @@ def tokens_create(
     name: Annotated[str, typer.Option(help="A label for the token.")] = "",
     data_dir: DataDir = None,
 ) -> None:
-    """Create a token and print it once (only its digest is stored)."""
-    from satchel.memory.server import database
+    """Create a token and print it once (only its digest is stored); stderr says which
+    database holds it."""
+    from satchel.memory.server import where
     from satchel.memory.tokens import create_token
 
-    with database(_memory_settings(data_dir)) as url:
+    errors = Console(stderr=True)
+    settings = _memory_settings(data_dir)
+    with _deployment(settings) as url:
         try:
             token = create_token(url, project, read_only=read_only, name=name)
         except ValueError as exc:
-            console.print(f"[red]{exc}[/red]")
+            errors.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
     typer.echo(token)
+    errors.print(
+        f"token for project {project!r} written to {where(settings)}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @tokens_app.command("list")
@@ -173,10 +222,9 @@ def tokens_list(
     data_dir: DataDir = None,
 ) -> None:
     """List tokens by prefix (the tokens themselves are never stored)."""
-    from satchel.memory.server import database
     from satchel.memory.tokens import list_tokens
 
-    with database(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir)) as url:
         rows = list_tokens(url, project)
     if as_json:
         for row in rows:
@@ -216,10 +264,9 @@ def tokens_revoke(
     data_dir: DataDir = None,
 ) -> None:
     """Revoke a token at once."""
-    from satchel.memory.server import database
     from satchel.memory.tokens import revoke_token
 
-    with database(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir)) as url:
         count = revoke_token(url, token)
     if not count:
         console.print("[red]no active token matches[/red]")
@@ -286,7 +333,7 @@ def conformance(
     from satchel.conformance.cases import CasesError, load_cases
     from satchel.conformance.deployment import started
     from satchel.conformance.drivers import SHIPPED, driver_command
-    from satchel.conformance.runner import CaseResult, run_suite
+    from satchel.conformance.runner import CaseResult, check_api, check_driver, run_suite
 
     errors = Console(stderr=True)
     if list_drivers:
@@ -301,7 +348,10 @@ def conformance(
         raise typer.Exit(2)
     try:
         command = driver_command(driver)
+        check_driver(driver, command)
         chosen = load_cases(cases)
+        if api and token:
+            check_api(api, token)
     except (CasesError, ValueError) as exc:
         errors.print(str(exc), style="red", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2) from None

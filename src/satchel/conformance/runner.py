@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import httpx
 from pydantic import ValidationError
 
 from satchel.conformance.cases import Case
+from satchel.conformance.drivers import SHIPPED
 from satchel.conformance.judge import judge
 from satchel.conformance.proxy import OBSERVATIONS, FaultProxy, serving
 from satchel.integrations.driver import Instruction, Report
@@ -90,6 +93,52 @@ def driver_environment() -> dict[str, str]:
     driver command naming `python` gets the interpreter that has satchel installed."""
     folder = os.path.dirname(sys.executable)
     return {**os.environ, "PATH": os.pathsep.join([folder, os.environ.get("PATH", "")])}
+
+
+class UsageError(ValueError):
+    """The command names a driver that cannot run, or a deployment that does not answer."""
+
+
+def check_driver(given: str, command: Sequence[str]) -> None:
+    """Refuse a driver command whose program is neither on the drivers' PATH nor a file that
+    can be run, before any case starts."""
+    program = command[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        runnable = os.path.isfile(program) and os.access(program, os.X_OK)
+        why = f"{program!r} is not an executable file"
+    else:
+        runnable = shutil.which(program, path=driver_environment()["PATH"]) is not None
+        why = f"{program!r} is not found on PATH"
+    if not runnable:
+        names = ", ".join(driver.name for driver in SHIPPED)
+        raise UsageError(
+            f"--driver {given!r} is neither a shipped driver ({names}) nor a command that can "
+            f"be run: {why}"
+        )
+
+
+def check_api(api: str, token: str) -> None:
+    """Refuse a deployment that does not answer, or refuses the token, before any case."""
+    try:
+        with MemoryClient(api, token, timeout=10) as client:
+            client.freshness()
+    except (httpx.InvalidURL, ValueError) as error:
+        raise UsageError(f"--api {api!r} is not a usable address: {error}") from None
+    except MemoryServiceError as error:
+        if error.status == 0:
+            raise UsageError(
+                f"--api {api}: no deployment answers there ({error.message})"
+            ) from None
+        if error.status == 401:
+            raise UsageError(
+                f"--api {api} refuses the token (401 unauthenticated): pass the --token "
+                "(or SATCHEL_TOKEN) of a project of that deployment"
+            ) from None
+        if error.status != 429:
+            raise UsageError(
+                f"--api {api} does not answer as a memory deployment "
+                f"(GET /v1/freshness: {error.status} {error.code})"
+            ) from None
 
 
 class Driver:

@@ -1,44 +1,150 @@
-"""Running the deployment: find or start the database, migrate, serve HTTP, run the worker."""
+"""Running the deployment: find or start the database, migrate, serve HTTP beside a supervised
+worker process, and stop all of it (the embedded PostgreSQL included) on SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from types import FrameType
+from typing import Any
 
 import psycopg
+import uvicorn
 
 from satchel.memory.config import MemorySettings
-from satchel.memory.formation.worker import Worker
-from satchel.memory.store.database import migrate
-from satchel.memory.store.embedded import start_embedded
+from satchel.memory.logs import log_to_stderr
+from satchel.memory.store.database import describe_url, is_deployment, migrate
+from satchel.memory.store.embedded import has_data, start_embedded
 from satchel.memory.store.formation import unpark as unpark_turns
-
-if TYPE_CHECKING:
-    import uvicorn
+from satchel.memory.supervisor import STOP_GRACE, WorkerSupervisor
+from satchel.memory.worker_process import run_until_stopped
 
 log = logging.getLogger("satchel.memory")
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+BACKLOG = 2048
+
+
+class ServeError(RuntimeError):
+    """The service cannot start; the message says why in one line."""
+
+
+class NoDeployment(RuntimeError):
+    """There is no deployment where a manage command looked; the message says where."""
+
 
 @contextmanager
-def database(settings: MemorySettings) -> Iterator[str]:
-    """The database URL: `SATCHEL_DATABASE_URL`, or the embedded server under the data dir.
-
-    Migrations are applied (under an advisory lock) before the URL is handed out.
-    """
+def _server(settings: MemorySettings) -> Iterator[str]:
+    """The URL: `SATCHEL_DATABASE_URL`, or the embedded server under the data dir (started, or
+    attached to, and stopped again at the end unless another process still uses it)."""
     if settings.database_url:
-        migrate(settings.database_url)
         yield settings.database_url
         return
     embedded = start_embedded(settings.data_dir)
     try:
-        migrate(embedded.url)
         yield embedded.url
     finally:
         embedded.stop()
+
+
+@contextmanager
+def database(settings: MemorySettings) -> Iterator[str]:
+    """The database URL, once migrations are applied (under an advisory lock)."""
+    with _server(settings) as url:
+        migrate(url)
+        yield url
+
+
+def where(settings: MemorySettings) -> str:
+    """The database a command works on, for people: never a password."""
+    if settings.database_url:
+        return f"the database at {describe_url(settings.database_url)} (SATCHEL_DATABASE_URL)"
+    return f"the embedded database in {settings.data_dir.resolve()}"
+
+
+@contextmanager
+def deployment(settings: MemorySettings) -> Iterator[str]:
+    """Like `database`, for manage commands: `NoDeployment` rather than a new database where
+    `satchel serve` never ran (no embedded data, or a database without satchel's tables)."""
+    if not settings.database_url and not has_data(settings.data_dir):
+        raise NoDeployment(_no_deployment(settings))
+    with _server(settings) as url:
+        try:
+            found = is_deployment(url)
+        except psycopg.OperationalError as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            raise NoDeployment(f"cannot reach {where(settings)}: {lines[0]}") from None
+        if not found:
+            raise NoDeployment(_no_deployment(settings))
+        migrate(url)
+        yield url
+
+
+def _no_deployment(settings: MemorySettings) -> str:
+    if settings.database_url:
+        hint = "start `satchel serve` against it once first"
+    else:
+        hint = (
+            "pass the --data-dir (or SATCHEL_DATA_DIR) of the deployment you serve, "
+            "or start `satchel serve` there once first"
+        )
+    return f"no satchel deployment in {where(settings)}: {hint}"
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, not yet listening, or `ServeError` naming the port."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise _bind_error(host, port, exc) from None
+    return sock
+
+
+def _bind_error(host: str, port: int, exc: OSError) -> ServeError:
+    if exc.errno == errno.EADDRINUSE:
+        return ServeError(
+            f"port {port} on {host} is already in use: stop what listens there or pass --port"
+        )
+    return ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+class StopSignals:
+    """SIGINT and SIGTERM as a request to stop, never an exception: noted while the database
+    starts, then passed on to the HTTP server (a second SIGINT forces it)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.on_stop: Callable[[bool], None] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._noted)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _noted(self, signum: int, frame: FrameType | None) -> None:
+        force = self.signum is not None and signum == signal.SIGINT
+        self.signum = signum
+        if self.on_stop is not None:
+            self.on_stop(force)
 
 
 def serve(
@@ -48,60 +154,112 @@ def serve(
     announce: object = print,
     *,
     with_worker: bool = True,
+    access_log: bool = True,
 ) -> None:
-    """Serve the API until interrupted (Ctrl-C stops it cleanly); `with_worker` forms turns in
-    the same process. Either way stored turns wait for a worker (`form_on_store` is off)."""
-    import uvicorn
+    """Serve the API until SIGINT or SIGTERM, then stop cleanly: the HTTP server, the worker
+    process (`with_worker`) and the embedded PostgreSQL this process started. `announce` gets
+    the address once it listens. Either way stored turns wait for a worker (`form_on_store` is
+    off). Refusals are `ServeError`; a bad formation host is `HostNotAllowed`."""
+    settings = settings.for_worker()
+    if with_worker and settings.formation is not None:
+        from satchel.memory.formation.model import allowed_url
 
+        allowed_url(settings.formation)
+    log_to_stderr(access=access_log)
+    with (
+        closing(listen_socket(host, port)) as listener,
+        StopSignals() as signals,
+        database(settings) as url,
+    ):
+        if signals.signum is not None:
+            return
+        try:
+            listener.listen(BACKLOG)
+        except OSError as exc:
+            raise _bind_error(host, port, exc) from None
+        address = _address(host, listener)
+        asyncio.run(_serve(url, settings, listener, signals, address, announce, with_worker))
+
+
+def _address(host: str, listener: socket.socket) -> str:
+    port = listener.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+async def _serve(
+    url: str,
+    settings: MemorySettings,
+    listener: socket.socket,
+    signals: StopSignals,
+    address: str,
+    announce: object,
+    with_worker: bool,
+) -> None:
     from satchel.memory.api.app import create_app
 
-    settings = settings.for_worker()
-    with database(settings) as url:
-        app = create_app(url, settings)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-        server = uvicorn.Server(config)
-        worker = Worker(url, settings) if with_worker else None
-        if callable(announce):
-            announce(f"satchel memory serving on http://{host}:{port}")
-        if worker is None:
-            server.run()
-        else:
-            asyncio.run(_beside(server, worker))
-
-
-async def _beside(server: uvicorn.Server, worker: Worker) -> None:
-    """Run the worker as a task beside the HTTP server; it stops when the server does."""
     stop = asyncio.Event()
-    task = asyncio.create_task(worker.run(stop))
+    loop = asyncio.get_running_loop()
+    supervisor = WorkerSupervisor(url) if with_worker else None
+    app = create_app(url, settings, worker=supervisor.state if supervisor else None)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=int(STOP_GRACE),
+    )
+    server = _Server(config, lambda: _say(announce, f"satchel memory serving on {address}"))
+
+    def on_stop(force: bool) -> None:
+        server.should_exit = True
+        server.force_exit = server.force_exit or force
+        loop.call_soon_threadsafe(stop.set)
+
+    signals.on_stop = on_stop
+    worker = asyncio.create_task(supervisor.run(stop)) if supervisor else None
     try:
-        await server.serve()
+        await server.serve(sockets=[listener])
     finally:
+        signals.on_stop = None
         stop.set()
-        await task
+        if worker is not None:
+            await worker
+
+
+def _say(announce: object, text: str) -> None:
+    if callable(announce):
+        announce(text)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, announcing once it listens and leaving signals to `StopSignals`."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_started = on_started
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self.on_started()
 
 
 def work(settings: MemorySettings, announce: object = print) -> None:
     """Run a worker until SIGINT or SIGTERM (it finishes the turn at hand first)."""
     settings = settings.for_worker()
+    log_to_stderr()
     with database(settings) as url:
-        worker = Worker(url, settings)
-        if callable(announce):
-            announce("satchel memory worker running")
-        asyncio.run(_until_signalled(worker))
+        _say(announce, "satchel memory worker running")
+        asyncio.run(run_until_stopped(url, settings, parent=None))
 
 
-async def _until_signalled(worker: Worker) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    await worker.run(stop)
-
-
-def unpark(settings: MemorySettings, project: str | None) -> int:
+def unpark(url: str, project: str | None) -> int:
     """Put parked turns back in line for the worker; how many."""
-    with database(settings) as url:
-        return asyncio.run(_unpark(url, project))
+    return asyncio.run(_unpark(url, project))
 
 
 async def _unpark(url: str, project: str | None) -> int:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp
 
+from satchel.memory.api.access_log import AccessLog
 from satchel.memory.api.errors import install_error_handlers
 from satchel.memory.api.gate import Admission, Gate
 from satchel.memory.api.routes import ROUTERS
@@ -15,8 +17,21 @@ from satchel.memory.config import MemorySettings
 from satchel.memory.store.database import open_pool
 
 
-def create_app(url: str, settings: MemorySettings | None = None) -> FastAPI:
-    """The service over the (already migrated) database at `url`."""
+class MemoryApp(FastAPI):
+    """FastAPI with the access log outside everything else, error handling included."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return AccessLog(super().build_middleware_stack())
+
+
+def create_app(
+    url: str,
+    settings: MemorySettings | None = None,
+    *,
+    worker: Callable[[], str] | None = None,
+) -> FastAPI:
+    """The service over the (already migrated) database at `url`. `worker` tells the formation
+    worker's state for `/ready` (`running` or `stopped`); without one it is `off`."""
     settings = settings or MemorySettings()
     pool = open_pool(url, settings.pool_size)
 
@@ -28,7 +43,7 @@ def create_app(url: str, settings: MemorySettings | None = None) -> FastAPI:
         finally:
             await pool.close()
 
-    app = FastAPI(
+    app = MemoryApp(
         title="satchel memory",
         version="1",
         summary="A memory deployment wire-compatible with the taisce v1 contract.",
@@ -51,13 +66,19 @@ def create_app(url: str, settings: MemorySettings | None = None) -> FastAPI:
 
     @app.get("/ready")
     async def ready() -> JSONResponse:
+        """200 once the database answers, 503 while it does not; either way the worker's state."""
+        state = worker() if worker is not None else "off"
         try:
             async with pool.connection(timeout=1.0) as conn:
                 await conn.execute("SELECT 1")
         except Exception:
             return JSONResponse(
-                {"status": "unavailable"}, status_code=503, headers={"Cache-Control": "no-store"}
+                {"status": "unavailable", "worker": state},
+                status_code=503,
+                headers={"Cache-Control": "no-store"},
             )
-        return JSONResponse({"status": "ready"}, headers={"Cache-Control": "no-store"})
+        return JSONResponse(
+            {"status": "ready", "worker": state}, headers={"Cache-Control": "no-store"}
+        )
 
     return app

@@ -6,6 +6,7 @@ import logging
 from importlib import resources
 
 import psycopg
+from psycopg import conninfo
 from psycopg_pool import AsyncConnectionPool
 
 log = logging.getLogger("satchel.memory")
@@ -49,6 +50,22 @@ def migrate(url: str) -> list[str]:
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     return applied
+
+
+def is_deployment(url: str) -> bool:
+    """Whether the database at `url` holds a deployment (its migrations table exists)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def describe_url(url: str) -> str:
+    """`user@host:port/dbname` of a database URL, never its password."""
+    info = conninfo.conninfo_to_dict(url)
+    host = str(info.get("host") or "localhost")
+    where = f"{host}:{info['port']}" if info.get("port") else host
+    user = f"{info['user']}@" if info.get("user") else ""
+    return f"{user}{where}/{info.get('dbname') or ''}"
 
 
 def open_pool(url: str, size: int) -> AsyncConnectionPool:

