@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from satchel.providers import build_adapter, example_profiles
-from satchel.turns import InvalidAnswer, ModelResponse, Session
+from satchel.providers import Profile, build_adapter, example_profiles
+from satchel.turns import InvalidAnswer, ModelResponse, ProviderAdapter, Session
 
 ANSWERS = [  # (visible text, reasoning), one per request, in order
     ("Let me look at the frame first.", "No action named yet."),
@@ -70,13 +70,13 @@ def model_server(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, stream=Events(events(text, reasoning)), headers=headers)
 
 
-profile = example_profiles()["qwen3-open-weight-continuous"]
-adapter = build_adapter(
-    profile,
-    http_client=httpx.Client(transport=httpx.MockTransport(model_server)),
-    env={"OPEN_WEIGHT_API_KEY": "offline"},  # the profile's client.api_key_env
-)
-session = Session(adapter)
+def offline_adapter(profile: Profile) -> ProviderAdapter:
+    """The profile's adapter, its `openai` client sending every request to `model_server`."""
+    return build_adapter(
+        profile,
+        http_client=httpx.Client(transport=httpx.MockTransport(model_server)),
+        env={"OPEN_WEIGHT_API_KEY": "offline"},  # the profile's client.api_key_env
+    )
 
 
 def parse(response: ModelResponse) -> str:
@@ -85,18 +85,23 @@ def parse(response: ModelResponse) -> str:
     return response.text.strip()
 
 
-for frame in (1, 2):
-    turn = session.turn([{"role": "user", "content": f"frame {frame} ..."}], parse)
+def main() -> None:
+    session = Session(offline_adapter(example_profiles()["qwen3-open-weight-continuous"]))
+    for frame in (1, 2):
+        turn = session.turn([{"role": "user", "content": f"frame {frame} ..."}], parse)
+        print(
+            f"turn {turn.step}: {turn.action} after {turn.attempts} attempt(s),"
+            f" billed for {turn.usage.requests} request(s)"
+        )
+    total = session.total_usage
     print(
-        f"turn {turn.step}: {turn.action} after {turn.attempts} attempt(s),"
-        f" billed for {turn.usage.requests} request(s)"
+        f"session total: {total.requests} requests, {total.input_tokens} input and"
+        f" {total.output_tokens} output tokens"
     )
+    sent = json.dumps(requests[-1]["messages"])
+    print("turn 2 carried turn 1's reasoning:", json.dumps(ANSWERS[1][1]) in sent)
+    print("the rejected answer reached a later request:", json.dumps(ANSWERS[0][0]) in sent)
 
-total = session.total_usage
-print(
-    f"session total: {total.requests} requests, {total.input_tokens} input and"
-    f" {total.output_tokens} output tokens"
-)
-sent = json.dumps(requests[-1]["messages"])
-print("turn 2 carried turn 1's reasoning:", json.dumps(ANSWERS[1][1]) in sent)
-print("the rejected answer reached a later request:", json.dumps(ANSWERS[0][0]) in sent)
+
+if __name__ == "__main__":
+    main()
