@@ -44,7 +44,7 @@ def objects(
     if id(schema) in seen:
         return
     seen.add(id(schema))
-    if schema.get("type") == "object" or "properties" in schema:
+    if schema.get("type") == "object":
         yield schema
     children: list[dict[str, Any]] = [*schema.get("properties", {}).values()]
     for key in ("anyOf", "oneOf", "allOf"):

@@ -2,13 +2,16 @@
 
 A body is one JSON object of at most 1 MiB, valid UTF-8 (no lone surrogates), nested at most 128
 deep, with no duplicate keys (also after case folding), no NaN or Infinity, and integers that fit
-in 64 bits. Anything else is 400 `invalid_body`. Field names match in any case, as for the
-reference server's decoder.
-Authentication, admission and the read-only check run before the body is read.
+in 64 bits. Anything else is 400 `invalid_body`, saying what was wrong. Field names match in any
+case, as for the reference server's decoder. The body then goes through the route's request
+model, whose refusals name the field (see `errors.refusal`).
+Authentication, admission and the read-only check run before the body is read; a body that has
+not arrived within the `body_timeout` setting is 408 `invalid_body`, and its slot is released.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal
@@ -19,10 +22,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from satchel.memory.api.errors import ApiError, failed, invalid_body
+from satchel.memory.api.errors import ApiError, failed, invalid_body, refusal
 
 MAX_BODY_BYTES = 1 << 20
 MAX_DEPTH = 128
+TOO_LARGE = "the request body is over 1 MiB (1,048,576 bytes)"
+TOO_DEEP = f"the request body nests deeper than {MAX_DEPTH} levels"
 
 Access = Literal["read", "write"]
 
@@ -43,13 +48,13 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _int64(text: str) -> int:
     value = int(text)
     if not -(1 << 63) <= value < 1 << 63:
-        raise ValueError("integer out of range")
+        raise ValueError(f"the integer {text[:24]} does not fit in 64 bits")
     return value
 
 
@@ -69,36 +74,69 @@ def _too_deep(value: Any) -> bool:
 
 
 def decode_body(raw: bytes) -> dict[str, Any]:
-    """Parse a request body under the contract's rules, or raise `invalid_body`."""
+    """Parse a request body under the contract's rules, or raise `invalid_body` saying why."""
     if len(raw) > MAX_BODY_BYTES:
-        raise invalid_body()
+        raise invalid_body(TOO_LARGE)
+    if not raw.strip():
+        raise invalid_body("the request body is empty; send one JSON object")
     try:
         text = raw.decode("utf-8")
+    except UnicodeError:
+        raise invalid_body("the request body is not valid UTF-8") from None
+    try:
         value = json.loads(
             text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_int64
         )
         json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except (UnicodeError, ValueError, RecursionError):
-        raise invalid_body() from None
-    if not isinstance(value, dict) or _too_deep(value):
-        raise invalid_body()
+    except _Duplicate as duplicate:
+        raise invalid_body(
+            f"the request body repeats the key {str(duplicate)!r} (names match in any case)"
+        ) from None
+    except json.JSONDecodeError as broken:
+        raise invalid_body(
+            f"the request body is not valid JSON: {broken.msg} at line {broken.lineno}"
+            f" column {broken.colno}"
+        ) from None
+    except UnicodeError:
+        raise invalid_body("the request body holds a lone UTF-16 surrogate") from None
+    except RecursionError:
+        raise invalid_body(TOO_DEEP) from None
+    except ValueError as wrong:
+        raise invalid_body(f"the request body is not valid JSON: {wrong}") from None
+    if not isinstance(value, dict):
+        raise invalid_body("the request body must be one JSON object")
+    if _too_deep(value):
+        raise invalid_body(TOO_DEEP)
     return value
 
 
 class StrictRequest(Request):
-    """A request whose body is capped while read and decoded strictly."""
+    """A request whose body is capped and timed while read and decoded strictly."""
+
+    async def read_within(self, seconds: float) -> bytes:
+        """The whole body, or 408 when it has not arrived `seconds` after reading began."""
+        try:
+            async with asyncio.timeout(seconds):
+                return await self.body()
+        except TimeoutError:
+            raise ApiError(
+                408,
+                "invalid_body",
+                f"the request body did not arrive within {seconds:g} s; send it in one go",
+                {"Connection": "close"},
+            ) from None
 
     async def body(self) -> bytes:
         if not hasattr(self, "_body"):
             declared = self.headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-                raise invalid_body()
+                raise invalid_body(TOO_LARGE)
             chunks: list[bytes] = []
             size = 0
             async for chunk in self.stream():
                 size += len(chunk)
                 if size > MAX_BODY_BYTES:
-                    raise invalid_body()
+                    raise invalid_body(TOO_LARGE)
                 chunks.append(chunk)
             self._body = b"".join(chunks)
         return self._body
@@ -153,6 +191,9 @@ class StrictRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         access: Access | None = (self.openapi_extra or {}).get("x-access")
+        annotation = self.body_field.field_info.annotation if self.body_field else None
+        model = annotation if isinstance(annotation, type) else None
+        assert model is None or issubclass(model, BaseModel)
 
         async def strict_handler(request: Request) -> Response:
             strict = StrictRequest(_as_json(request.scope), request.receive)
@@ -161,10 +202,15 @@ class StrictRoute(APIRoute):
                     return await handler(strict)
                 release = await request.app.state.gate(strict, access)
                 try:
+                    if model is not None:
+                        await strict.read_within(request.app.state.settings.body_timeout)
+                        await strict.json()
                     return await handler(strict)
                 finally:
                     release()
-            except (ApiError, HTTPException, RequestValidationError):
+            except RequestValidationError as invalid:
+                raise refusal(model, invalid.errors()) from None
+            except (ApiError, HTTPException):
                 raise
             except Exception as exc:  # answered here: past this point the connection is dropped
                 return failed(exc)

@@ -259,6 +259,11 @@ async def _fill(conn: Conn, project_id: int, assembly: Assembly) -> Assembly:
     )
 
 
+async def read_only_snapshot(conn: Conn) -> None:
+    """Make the caller's transaction one read-only snapshot (an assembly reads several times)."""
+    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+
 async def assemble(conn: Conn, project_id: int, subject: str, budget: int) -> Assembly:
     """One subject's context under `budget` characters (an unknown subject is an empty one)."""
     kept = Assembly()

@@ -7,6 +7,8 @@ from typing import Any
 from satchel.memory.store.derived import Conn, Kind, Scope, kinds_for, mark
 
 MAX_EXPORT_ROWS = 50_000
+# Columns derived for search, not the person's data (and large): left out of exported rows.
+DERIVED_COLUMNS = {"message": ("embedding", "search_text")}
 
 
 class ExportTooLarge(Exception):
@@ -14,8 +16,11 @@ class ExportTooLarge(Exception):
 
 
 def _row(kind: Kind) -> str:
-    """A row as JSON without the internal project key; artifact content as standard base64."""
-    row = "to_jsonb(t) - 'project_id'"
+    """A row as JSON without the internal project key or search columns; artifact content as
+    standard base64."""
+    row = "to_jsonb(t) - 'project_id'" + "".join(
+        f" - '{column}'" for column in DERIVED_COLUMNS.get(kind.name, ())
+    )
     if kind.name == "agent_artifact":
         row = (
             f"{row} || jsonb_build_object('content',"

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, ClassVar, Literal
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import PlainValidator
+from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body
-from satchel.memory.api.errors import ApiError, invalid_body, not_found
+from satchel.memory.api.bodies import BODY, Answer, Base64, Body, Refusal, Text, Uuid
+from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.store import artifacts
@@ -26,56 +25,57 @@ from satchel.memory.store.artifacts import (
 
 router = APIRouter(route_class=StrictRoute)
 
-KINDS = ("state", "file")
 MAX_SUBJECT_BYTES = 1024
 MAX_NAME_BYTES = 256
-MAX_ENCODED = 4 * -(-MAX_ARTIFACT_BYTES // 3)  # the base64 length of the largest object
 DEFAULT_PAGE = 20
 MAX_PAGE = 100
 
-
-def canonical_base64(value: object) -> bytes:
-    """Content is one JSON string of canonical standard base64; anything else is unreadable."""
-    if not isinstance(value, str) or len(value) > MAX_ENCODED:
-        raise ValueError("content must be a bounded base64 string")
-    try:
-        decoded = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError("content must be standard base64") from None
-    if base64.b64encode(decoded).decode("ascii") != value:
-        raise ValueError("content must be canonical base64")
-    return decoded
-
-
-Base64Content = Annotated[bytes, PlainValidator(canonical_base64, json_schema_input_type=str)]
+Kind = Literal["state", "file"]
+Identity = Annotated[str, Uuid()]
+Owner = Annotated[str, Text(MAX_SUBJECT_BYTES)]
+Filter = Annotated[str, Text(blank="any")] | None
 
 
 class ArtifactPutRequest(Body):
-    id: str | None = None
-    expected_version: str | None = None
-    data_subject_id: str | None = None
-    kind: str | None = None
-    name: str | None = None
-    content: Base64Content | None = None
+    refusal: ClassVar[str] = "invalid_artifact"
+
+    id: Identity = Field(description="the artifact's UUID, chosen by the caller")
+    expected_version: Annotated[str, Uuid(empty=True)] | None = Field(
+        default=None, description="the version it replaces; absent or empty: a new artifact"
+    )
+    data_subject_id: Owner = Field(description="the person who owns it")
+    kind: Kind
+    name: Annotated[str, Text(MAX_NAME_BYTES, blank="empty")] | None = None
+    content: Annotated[bytes, Base64(MAX_ARTIFACT_BYTES), Refusal(null=BODY)]
 
 
 class ArtifactGetRequest(Body):
-    id: str | None = None
-    data_subject_id: str | None = None
+    refusal: ClassVar[str] = "invalid_artifact"
+
+    id: Identity
+    data_subject_id: Filter = Field(default=None, description="require this owner")
 
 
 class ArtifactListRequest(Body):
-    kind: str | None = None
-    name_prefix: str | None = None
-    data_subject_id: str | None = None
-    after: str | None = None
-    limit: int | None = None
+    refusal: ClassVar[str] = "invalid_artifact"
+
+    kind: Literal["", "state", "file"] | None = None
+    name_prefix: Annotated[str, Text(MAX_NAME_BYTES, blank="empty")] | None = None
+    data_subject_id: Annotated[str, Text(MAX_SUBJECT_BYTES, blank="empty")] | None = None
+    after: Annotated[str, Uuid(empty=True)] | None = Field(
+        default=None, description="the previous page's `next.id`"
+    )
+    limit: Annotated[int, Field(ge=0, le=MAX_PAGE)] | None = Field(
+        default=None, description=f"0 or absent: {DEFAULT_PAGE}"
+    )
 
 
 class ArtifactDeleteRequest(Body):
-    id: str | None = None
-    expected_version: str | None = None
-    data_subject_id: str | None = None
+    refusal: ClassVar[str] = "invalid_artifact"
+
+    id: Identity
+    expected_version: Identity
+    data_subject_id: Filter = Field(default=None, description="require this owner")
 
 
 class ArtifactMetadata(Answer):
@@ -113,14 +113,6 @@ class ArtifactDeleted(Answer):
     deleted: bool
 
 
-def invalid_artifact() -> ApiError:
-    return ApiError(
-        400,
-        "invalid_artifact",
-        "a UUID identity, declared owner, state/file kind and bounded fields are required",
-    )
-
-
 def conflict() -> ApiError:
     return ApiError(
         409,
@@ -131,24 +123,6 @@ def conflict() -> ApiError:
 
 def missing() -> ApiError:
     return not_found("artifact not found")
-
-
-def artifact_id(text: str | None) -> uuid.UUID:
-    """A UUID in its 36-character form, or 400 `invalid_artifact`."""
-    try:
-        value = uuid.UUID(text or "")
-    except ValueError:
-        raise invalid_artifact() from None
-    if len(text or "") != 36:
-        raise invalid_artifact()
-    return value
-
-
-def bounded(text: str, limit: int, *, optional: bool) -> bool:
-    """Empty when optional; else non-blank, at most `limit` UTF-8 bytes, no NUL."""
-    if not text:
-        return optional
-    return bool(text.strip()) and len(text.encode("utf-8")) <= limit and "\x00" not in text
 
 
 def metadata(item: Metadata) -> dict[str, object]:
@@ -171,21 +145,10 @@ def metadata(item: Metadata) -> dict[str, object]:
 async def put_artifact(
     body: ArtifactPutRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ArtifactWritten:
-    if body.content is None and "content" in body.model_fields_set:
-        raise invalid_body()  # as any other content that is not a base64 string
-    identity = artifact_id(body.id)
-    subject = body.data_subject_id or ""
-    name = body.name or ""
-    if (
-        not bounded(subject, MAX_SUBJECT_BYTES, optional=False)
-        or not bounded(name, MAX_NAME_BYTES, optional=True)
-        or body.kind not in KINDS
-        or body.content is None
-        or len(body.content) > MAX_ARTIFACT_BYTES
-    ):
-        raise invalid_artifact()
-    expected = artifact_id(body.expected_version) if body.expected_version else None
-    write = ArtifactWrite(identity, subject, body.kind, name, body.content, expected)
+    expected = uuid.UUID(body.expected_version) if body.expected_version else None
+    write = ArtifactWrite(
+        uuid.UUID(body.id), body.data_subject_id, body.kind, body.name or "", body.content, expected
+    )
     try:
         async with request.app.state.pool.connection() as conn:
             stored, replayed = await artifacts.put(conn, grant.project_id, grant.token_id, write)
@@ -200,7 +163,7 @@ async def put_artifact(
 async def get_artifact(
     body: ArtifactGetRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Artifact:
-    identity = artifact_id(body.id)
+    identity = uuid.UUID(body.id)
     async with request.app.state.pool.connection() as conn:
         found = await artifacts.get(conn, grant.project_id, identity, body.data_subject_id or None)
     if found is None:
@@ -221,14 +184,7 @@ async def list_artifacts(
     body: ArtifactListRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ArtifactPage:
     limit = body.limit or DEFAULT_PAGE
-    if (
-        (body.kind or "") not in ("", *KINDS)
-        or not bounded(body.name_prefix or "", MAX_NAME_BYTES, optional=True)
-        or not bounded(body.data_subject_id or "", MAX_SUBJECT_BYTES, optional=True)
-        or not 1 <= limit <= MAX_PAGE
-    ):
-        raise invalid_artifact()
-    after = artifact_id(body.after) if body.after else None
+    after = uuid.UUID(body.after) if body.after else None
     async with request.app.state.pool.connection() as conn:
         found = await artifacts.page(
             conn,
@@ -251,8 +207,8 @@ async def list_artifacts(
 async def delete_artifact(
     body: ArtifactDeleteRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ArtifactDeleted:
-    identity = artifact_id(body.id)
-    version = artifact_id(body.expected_version)
+    identity = uuid.UUID(body.id)
+    version = uuid.UUID(body.expected_version)
     try:
         async with request.app.state.pool.connection() as conn:
             await artifacts.delete(

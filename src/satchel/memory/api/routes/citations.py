@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body, Instant, Interval, interval, omitted
+from satchel.memory.api.bodies import (
+    Answer,
+    Body,
+    Instant,
+    Int64,
+    Interval,
+    Uuid,
+    interval,
+    omitted,
+)
 from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
-from satchel.memory.api.routes.records import Retracted, parse_uuid, retraction_answer
+from satchel.memory.api.routes.records import Retracted, retraction_answer
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.store.citations import Evidence, cited, evidence_page, largest_source
 from satchel.memory.store.facts import retraction_of
@@ -23,16 +33,23 @@ MAX_SOURCE_BYTES = 256 * 1024
 MAX_STATEMENT_BYTES = 64 * 1024
 
 
+Position = Annotated[Int64, Field(ge=0)]
+
+
 class EvidenceAfter(Body):
-    source_observation_id: str | None = None
-    source_ordinal: int | None = None
-    byte_start: int | None = None
+    source_observation_id: Annotated[str, Uuid()]
+    source_ordinal: Position
+    byte_start: Position
 
 
 class CitationBody(Body):
-    id: str | None = None
-    after: EvidenceAfter | None = None
-    limit: int | None = None
+    refusal: ClassVar[str] = "invalid_citation"
+
+    id: Annotated[str, Uuid(nil=False)] = Field(description="the fact_id")
+    after: EvidenceAfter | None = Field(default=None, description="the previous page's `next`")
+    limit: Annotated[int, Field(ge=0, le=MAX_EVIDENCE)] | None = Field(
+        default=None, description=f"quotes per page; 0 or absent: {DEFAULT_EVIDENCE}"
+    )
 
 
 class CitedEvidence(Answer):
@@ -79,18 +96,10 @@ class Citation(Answer):
     next: EvidenceNext | None = omitted()
 
 
-def _refused() -> ApiError:
-    return ApiError(400, "invalid_citation", "a record id and a valid evidence page are required")
-
-
 def _after(after: EvidenceAfter | None) -> tuple[uuid.UUID, int, int] | None:
     if after is None:
         return None
-    source = parse_uuid(after.source_observation_id, nil=True)
-    ordinal, start = after.source_ordinal, after.byte_start
-    if source is None or ordinal is None or start is None or ordinal < 0 or start < 0:
-        raise _refused()
-    return source, ordinal, start
+    return uuid.UUID(after.source_observation_id), after.source_ordinal, after.byte_start
 
 
 def _evidence(row: Evidence) -> CitedEvidence:
@@ -117,11 +126,9 @@ def _evidence(row: Evidence) -> CitedEvidence:
 async def resolve(
     body: CitationBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Citation:
-    fact_id = parse_uuid(body.id)
+    fact_id = uuid.UUID(body.id)
     after = _after(body.after)
     limit = body.limit or DEFAULT_EVIDENCE
-    if fact_id is None or not 1 <= limit <= MAX_EVIDENCE:
-        raise _refused()
     async with request.app.state.pool.connection() as conn:
         fact = await cited(conn, grant.project_id, fact_id)
         if fact is None:

@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body
+from satchel.memory.api.bodies import Answer, Body, Text
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.contexts import assemble
+from satchel.memory.config import MemorySettings
+from satchel.memory.store.contexts import assemble, read_only_snapshot
 from satchel.memory.store.log import freshness
 
 router = APIRouter(route_class=StrictRoute)
 
+BUDGET = MemorySettings().recall_budget
+
 
 class ContextRequest(Body):
-    data_subject_id: str | None = None
-    max_characters: int | None = None
+    refusal: ClassVar[str] = "invalid_context"
+
+    data_subject_id: Annotated[str, Text()] = Field(description="whose history")
+    max_characters: Annotated[int, Field(ge=1, json_schema_extra={"maximum": BUDGET})] | None = (
+        Field(default=None, description=f"at most the server's budget ({BUDGET:,} by default)")
+    )
 
 
 class ContextSegment(Answer):
@@ -65,19 +73,14 @@ def invalid_context(message: str) -> ApiError:
 async def assemble_context(
     body: ContextRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Context:
-    subject = body.data_subject_id or ""
-    if not subject.strip():
-        raise invalid_context("a data subject is required: a context is one subject's history")
     budget: int = request.app.state.settings.recall_budget
     if body.max_characters is not None:
-        if not 0 < body.max_characters <= budget:
-            raise invalid_context(
-                "max_characters must be positive and no larger than the server's budget"
-            )
+        if body.max_characters > budget:
+            raise invalid_context(f"max_characters: must be at most the server's budget, {budget}")
         budget = body.max_characters
     async with request.app.state.pool.connection() as conn, conn.transaction():
-        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        assembly = await assemble(conn, grant.project_id, subject, budget)
+        await read_only_snapshot(conn)
+        assembly = await assemble(conn, grant.project_id, body.data_subject_id, budget)
         watermark = ContextWatermark(**await freshness(conn, grant.project_id))
     return Context(
         segments=[

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import ConfigDict, Field
 
-from satchel.memory.api.bodies import Answer, Body, rfc3339
+from satchel.memory.api.bodies import NOT_BLANK, Answer, Body, Text, Uuid, exactly_one, rfc3339
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -20,15 +21,40 @@ router = APIRouter(route_class=StrictRoute)
 MAX_SOURCE_IDS = 10_000
 
 
+# A blank subject and an empty list count as left out.
+Subject = Annotated[str, Text(blank="any", shown=NOT_BLANK)] | None
+Sources = Annotated[
+    list[Annotated[str, Uuid()]],
+    Field(max_length=MAX_SOURCE_IDS, json_schema_extra={"minItems": 1}),
+]
+SCOPE = exactly_one("data_subject_id", "source_observation_ids")
+
+
 class ErasureRequest(Body):
-    data_subject_id: str | None = None
-    source_observation_ids: list[str] | None = None
-    reason: str | None = None
+    """Exactly one of a person or their turns."""
+
+    model_config = ConfigDict(json_schema_extra=SCOPE)
+    refusal: ClassVar[str] = "invalid_erasure"
+
+    data_subject_id: Subject = Field(default=None, description="the person to erase")
+    source_observation_ids: Sources | None = Field(
+        default=None, description="or: the turns to erase (observation ids)"
+    )
+    reason: Annotated[str, Text(blank="any")] | None = Field(
+        default=None, description="kept with the receipt"
+    )
 
 
 class ExportRequest(Body):
-    data_subject_id: str | None = None
-    source_observation_ids: list[str] | None = None
+    """Exactly one of a person or their turns."""
+
+    model_config = ConfigDict(json_schema_extra=SCOPE)
+    refusal: ClassVar[str] = "invalid_export"
+
+    data_subject_id: Subject = Field(default=None, description="the person to export")
+    source_observation_ids: Sources | None = Field(
+        default=None, description="or: the turns to export (observation ids)"
+    )
 
 
 class ErasureReceipt(Answer):
@@ -50,35 +76,19 @@ class ExportAnswer(Answer):
     rows: dict[str, int]
 
 
-def _uuid(text: str) -> uuid.UUID | None:
-    try:
-        value = uuid.UUID(text)
-    except ValueError:
-        return None
-    return value if len(text) == 36 else None
-
-
-def scope_of(
-    grant: Grant, subject: str | None, ids: list[str] | None, code: str, what: str
-) -> Scope:
-    """Exactly one of a subject or 1..10,000 observation UUIDs, else 400 (`no_subject`, `code`)."""
-    subject = subject or None
-    ids = ids or []
-    if (subject is None or not subject.strip()) and not ids:
-        raise ApiError(400, "no_subject", "a data_subject_id or source_observation_ids is required")
-    if subject is not None and subject.strip() and ids:
+def scope_of(grant: Grant, subject: str | None, ids: list[str] | None, code: str) -> Scope:
+    """Exactly one of a subject or observation ids, else 400 (`no_subject`, or `code`)."""
+    subject = subject if subject and subject.strip() else None
+    if subject is None and not ids:
         raise ApiError(
-            400, code, f"{what} takes a data_subject_id or source_observation_ids, not both"
+            400, "no_subject", "data_subject_id or source_observation_ids: one is required"
         )
-    if subject is not None and "\x00" in subject:
-        raise ApiError(400, code, "data_subject_id must not contain a NUL character")
-    if len(ids) > MAX_SOURCE_IDS:
-        raise ApiError(400, code, f"{what} takes at most {MAX_SOURCE_IDS} source_observation_ids")
+    if subject is not None and ids:
+        raise ApiError(
+            400, code, "data_subject_id and source_observation_ids: give one of them, not both"
+        )
     if ids:
-        sources = [_uuid(text) for text in ids]
-        if any(source is None for source in sources):
-            raise ApiError(400, code, "source_observation_ids must be UUIDs")
-        return Scope(grant.project_id, None, tuple(dict.fromkeys(s for s in sources if s)))
+        return Scope(grant.project_id, None, tuple(dict.fromkeys(uuid.UUID(text) for text in ids)))
     return Scope(grant.project_id, subject)
 
 
@@ -91,11 +101,7 @@ def scope_of(
 async def erasures(
     body: ErasureRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ErasureReceipt:
-    scope = scope_of(
-        grant, body.data_subject_id, body.source_observation_ids, "invalid_erasure", "an erasure"
-    )
-    if body.reason is not None and "\x00" in body.reason:
-        raise ApiError(400, "invalid_erasure", "reason must not contain a NUL character")
+    scope = scope_of(grant, body.data_subject_id, body.source_observation_ids, "invalid_erasure")
     async with request.app.state.pool.connection() as conn:
         erased = await erase(conn, scope, body.reason)
     completed_at = rfc3339(erased.completed_at)
@@ -121,9 +127,7 @@ async def erasures(
 async def exports(
     body: ExportRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ExportAnswer:
-    scope = scope_of(
-        grant, body.data_subject_id, body.source_observation_ids, "invalid_export", "an export"
-    )
+    scope = scope_of(grant, body.data_subject_id, body.source_observation_ids, "invalid_export")
     async with request.app.state.pool.connection() as conn:
         try:
             sections = await export(conn, scope)

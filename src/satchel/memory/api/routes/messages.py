@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import ConfigDict, Field
 
-from satchel.memory.api.bodies import Answer, Body
+from satchel.memory.api.bodies import Answer, Body, Uuid
 from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -25,14 +25,31 @@ router = APIRouter(route_class=StrictRoute)
 
 MAX_WINDOW_BYTES = 4096
 MIN_WINDOW_BYTES = 4  # one whole UTF-8 character always fits
-DIGEST = re.compile(r"[0-9a-f]{64}")
+DIGEST = "^(?:[0-9a-f]{64})?$"
 
 
 class MessageRequest(Body):
-    chunk_id: str | None = None
-    byte_start: int | None = None
-    byte_limit: int | None = None
-    expected_digest: str | None = None
+    """A window of one message; past byte 0 the first window's digest is required."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"byte_start": {"minimum": 1}}, "required": ["byte_start"]},
+            "then": {"required": ["expected_digest"]},
+        }
+    )
+    refusal: ClassVar[str] = "invalid_message_window"
+
+    chunk_id: Annotated[str, Uuid(nil=False)] = Field(description="from a passage")
+    byte_start: Annotated[int, Field(ge=0, le=MAX_MESSAGE_BYTES)] | None = Field(
+        default=None, description="where the window starts; default 0"
+    )
+    byte_limit: Annotated[int, Field(ge=MIN_WINDOW_BYTES, le=MAX_WINDOW_BYTES)] | None = Field(
+        default=None, description=f"the window's size; default {MAX_WINDOW_BYTES}"
+    )
+    expected_digest: Annotated[str, Field(pattern=DIGEST)] | None = Field(
+        default=None,
+        description="the first window's content_digest (64 lowercase hex); required past byte 0",
+    )
 
 
 class MessageWindow(Answer):
@@ -50,24 +67,6 @@ class MessageWindow(Answer):
     next_byte_start: int | None = None
 
 
-def invalid_window() -> ApiError:
-    return ApiError(
-        400,
-        "invalid_message_window",
-        "a valid message reference and bounded UTF-8 byte window are required",
-    )
-
-
-def chunk_of(text: str | None) -> uuid.UUID:
-    try:
-        chunk = uuid.UUID(text or "")
-    except ValueError:
-        raise invalid_window() from None
-    if chunk.int == 0:
-        raise invalid_window()
-    return chunk
-
-
 @router.post(
     "/v1/messages/get",
     response_model=MessageWindow,
@@ -77,19 +76,25 @@ def chunk_of(text: str | None) -> uuid.UUID:
 async def get_message(
     body: MessageRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> MessageWindow:
-    chunk = chunk_of(body.chunk_id)
+    chunk = uuid.UUID(body.chunk_id)
     start = body.byte_start or 0
     limit = MAX_WINDOW_BYTES if body.byte_limit is None else body.byte_limit
     digest = body.expected_digest or None
-    if not 0 <= start <= MAX_MESSAGE_BYTES or not MIN_WINDOW_BYTES <= limit <= MAX_WINDOW_BYTES:
-        raise invalid_window()
-    if (start > 0 and digest is None) or (digest is not None and not DIGEST.fullmatch(digest)):
-        raise invalid_window()
+    if start > 0 and digest is None:
+        raise ApiError(
+            400,
+            "invalid_message_window",
+            "expected_digest: is required past byte 0 (the content_digest of the first window)",
+        )
     try:
         async with request.app.state.pool.connection() as conn:
             window = await read_window(conn, grant.project_id, chunk, start, limit, digest)
     except WindowInvalid:
-        raise invalid_window() from None
+        raise ApiError(
+            400,
+            "invalid_message_window",
+            "byte_start: is past the message's end or inside a UTF-8 character",
+        ) from None
     except MessageChanged:
         raise ApiError(
             409, "source_changed", "the source changed; retrieve a new initial window"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, ClassVar, Literal
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body
+from satchel.memory.api.bodies import Answer, Body, Text
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -22,15 +23,34 @@ MAX_LIMIT = 32
 MAX_CANDIDATES = 1000
 MAX_QUESTION_BYTES = 8192
 MAX_SUBJECT_BYTES = 1024
-ROLES = ("", "user", "assistant", "system", "tool")
+Role = Literal["", "user", "assistant", "system", "tool"]
 
 
 class PassageRequest(Body):
-    question: str | None = None
-    limit: int | None = None
-    candidates: int | None = None
-    data_subject_id: str | None = None
-    source_role: str | None = None
+    refusal: ClassVar[str] = "invalid_passage_query"
+
+    question: Annotated[str, Text(MAX_QUESTION_BYTES)]
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] | None = Field(
+        default=None, description=f"passages to answer; default {DEFAULT_LIMIT}"
+    )
+    candidates: (
+        Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_CANDIDATES,
+                json_schema_extra={"anyOf": [{"const": 0}, {"minimum": MAX_LIMIT}]},
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="candidates to rank from: 0 (the default) or at least `limit`, at most"
+        f" {MAX_CANDIDATES}; the schema admits 0 and {MAX_LIMIT}..{MAX_CANDIDATES}, which fit"
+        " every limit",
+    )
+    data_subject_id: Annotated[str, Text(MAX_SUBJECT_BYTES, blank="any")] | None = None
+    source_role: Role | None = Field(default=None, description='only this role; "" for any')
 
 
 class Passage(Answer):
@@ -67,34 +87,19 @@ class PassageQuery:
     role: str
 
 
-def invalid_query() -> ApiError:
-    return ApiError(
-        400,
-        "invalid_passage_query",
-        "a bounded question and valid passage search controls are required",
-    )
-
-
 def query_of(body: PassageRequest) -> PassageQuery:
     """The contract's bounds on a passage search, or 400 `invalid_passage_query`."""
-    question = body.question or ""
     limit = DEFAULT_LIMIT if body.limit is None else body.limit
     candidates = body.candidates or 0
-    subject = body.data_subject_id or ""
-    role = body.source_role or ""
-    if (
-        not question.strip()
-        or len(question.encode("utf-8")) > MAX_QUESTION_BYTES
-        or "\x00" in question
-        or not 1 <= limit <= MAX_LIMIT
-        or not 0 <= candidates <= MAX_CANDIDATES
-        or 0 < candidates < limit
-        or len(subject.encode("utf-8")) > MAX_SUBJECT_BYTES
-        or "\x00" in subject
-        or role not in ROLES
-    ):
-        raise invalid_query()
-    return PassageQuery(question, limit, candidates, subject, role)
+    if 0 < candidates < limit:
+        raise ApiError(
+            400,
+            "invalid_passage_query",
+            f"candidates: is {candidates}, must be 0 or at least limit ({limit})",
+        )
+    return PassageQuery(
+        body.question, limit, candidates, body.data_subject_id or "", body.source_role or ""
+    )
 
 
 async def search(request: Request, grant: Grant, query: PassageQuery) -> PassagePage:

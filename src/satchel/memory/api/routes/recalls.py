@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, ClassVar, Literal, get_args
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body, Instant, Timestamp, omitted
+from satchel.memory.api.bodies import (
+    Answer,
+    Body,
+    Distinct,
+    Instant,
+    Int64,
+    Refusal,
+    Text,
+    Timestamp,
+    omitted,
+)
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -27,16 +37,31 @@ from satchel.memory.recall import (
 
 router = APIRouter(route_class=StrictRoute)
 
+BUDGET = MemorySettings().recall_budget
+Role = Literal["user", "assistant", "system", "tool"]
+Surface = Literal["facts", "reports", "passages"]
+assert get_args(Role) == ROLES and get_args(Surface) == SURFACES
+
 
 class RecallBody(Body):
-    question: str | None = None
-    data_subject_id: str | None = None
-    as_of: Timestamp | None = None
-    as_known_at: Timestamp | None = None
-    max_characters: int | None = None
-    source_roles: list[str] | None = None
-    hops: int | None = None
-    surfaces: list[str] | None = None
+    refusal: ClassVar[str] = "invalid_recall_controls"
+
+    question: Annotated[str, Text(MAX_QUESTION_BYTES), Refusal(code="invalid_question")]
+    data_subject_id: Annotated[str, Text(blank="any")] | None = None
+    as_of: Timestamp | None = Field(default=None, description="what was true then; default now")
+    as_known_at: Timestamp | None = Field(
+        default=None, description="what memory knew then; default now"
+    )
+    max_characters: Annotated[int, Field(ge=1, json_schema_extra={"maximum": BUDGET})] | None = (
+        Field(default=None, description=f"at most the server's budget ({BUDGET:,} by default)")
+    )
+    source_roles: (
+        Annotated[list[Role], Field(min_length=1, max_length=len(ROLES)), Distinct()] | None
+    ) = Field(default=None, description='whose words may supply facts; default ["user"]')
+    hops: Int64 | None = Field(default=None, description="1 or 2; other values are clamped")
+    surfaces: (
+        Annotated[list[Surface], Field(min_length=1, max_length=len(SURFACES)), Distinct()] | None
+    ) = Field(default=None, description="which parts answer; default all three")
     themes: bool | None = None
 
 
@@ -127,43 +152,21 @@ class RecallAnswer(Answer):
     reach: ReachAnswer
 
 
-def _refused() -> ApiError:
-    return ApiError(
-        400,
-        "invalid_recall_controls",
-        "recall controls must fit the server limits and allowed source roles",
-    )
-
-
-def _names(given: list[str] | None, allowed: tuple[str, ...], default: list[str]) -> list[str]:
-    """A list of distinct allowed names, 1..len(allowed) of them; null means the default."""
-    if given is None:
-        return default
-    if not 1 <= len(given) <= len(allowed) or len(set(given)) != len(given):
-        raise _refused()
-    if any(name not in allowed for name in given):
-        raise _refused()
-    return list(given)
-
-
-def _instant(value: datetime | None) -> datetime | None:
-    try:
-        return None if value is None else value.astimezone(UTC)
-    except (OverflowError, ValueError):
-        raise _refused() from None
-
-
 def controls_of(body: RecallBody, settings: MemorySettings) -> Controls:
-    """The effective controls: defaults filled in, limits checked, hops clamped to 1..2."""
+    """The effective controls: defaults filled in, the budget checked, hops clamped to 1..2."""
     budget = settings.recall_budget
-    if body.max_characters is not None and not 1 <= body.max_characters <= budget:
-        raise _refused()
+    if body.max_characters is not None and body.max_characters > budget:
+        raise ApiError(
+            400,
+            "invalid_recall_controls",
+            f"max_characters: must be at most the server's budget, {budget}",
+        )
     return Controls(
         max_characters=budget if body.max_characters is None else body.max_characters,
         max_rows=settings.max_rows,
-        source_roles=_names(body.source_roles, ROLES, ["user"]),
+        source_roles=list(body.source_roles or ["user"]),
         hops=min(2, max(1, body.hops or 1)),
-        surfaces=_names(body.surfaces, SURFACES, list(SURFACES)),
+        surfaces=list(body.surfaces or SURFACES),
         themes=bool(body.themes),
     )
 
@@ -172,19 +175,12 @@ def controls_of(body: RecallBody, settings: MemorySettings) -> Controls:
 async def recalls(
     body: RecallBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> RecallAnswer:
-    question = body.question or ""
-    if not question.strip():
-        raise ApiError(400, "invalid_question", "a question is required")
-    if len(question.encode()) > MAX_QUESTION_BYTES:
-        raise ApiError(
-            400, "invalid_question", f"question exceeds {MAX_QUESTION_BYTES} UTF-8 bytes"
-        )
     controls = controls_of(body, request.app.state.settings)
     ask = Ask(
-        question=question,
+        question=body.question,
         data_subject_id=body.data_subject_id or None,
-        as_of=_instant(body.as_of) or datetime.now(UTC),
-        as_known_at=_instant(body.as_known_at),
+        as_of=body.as_of or datetime.now(UTC),
+        as_known_at=body.as_known_at,
         controls=controls,
         surfaces_named=body.surfaces is not None,
     )
@@ -193,5 +189,5 @@ async def recalls(
         async with request.app.state.pool.connection() as conn:
             bundle = await recall(conn, grant.project_id, ask, embedder)
     except QuestionRefused as refused:
-        raise ApiError(400, "invalid_question", str(refused)) from None
+        raise ApiError(400, "invalid_question", f"question: {refused}") from None
     return RecallAnswer.model_validate(dataclasses.asdict(bundle))

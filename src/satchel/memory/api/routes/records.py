@@ -6,16 +6,19 @@ import hashlib
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, ClassVar, Literal
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import Field
 
 from satchel.memory.api.bodies import (
     Answer,
     Body,
     Instant,
     Interval,
+    Text,
     Timestamp,
+    Uuid,
     interval,
     omitted,
     render_time,
@@ -25,6 +28,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.store import facts
 from satchel.memory.store.entities import normalize
+from satchel.memory.store.predicates import PREDICATES
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -40,7 +44,6 @@ DEFAULT_PAGE = 20
 MAX_PAGE = 100
 ASSERT_NAMESPACE = "record.assert/v1:"
 ZERO_TIME = "0001-01-01T00:00:00Z"
-ASSERT_REFUSED = "bounded assertions, an admitted predicate and unique UUID retry keys are required"
 
 # Names that stand for someone only in context: a subject cannot be one of these.
 UNRESOLVABLE = frozenset(
@@ -89,18 +92,30 @@ UNRESOLVABLE = frozenset(
 )
 
 
+Predicate = Literal[PREDICATES]  # type: ignore[valid-type]
+RecordId = Annotated[str, Uuid(nil=False)]
+Version = Annotated[str, Uuid(nil=False)]
+Name = Annotated[str, Text(MAX_NAME_BYTES)]
+Statement = Annotated[str, Text(MAX_STATEMENT_BYTES)]
+
+
 class AssertItem(Body):
-    idempotency_key: str | None = None
-    data_subject_id: str | None = None
-    subject: str | None = None
-    predicate: str | None = None
-    object: str | None = None
-    statement: str | None = None
+    idempotency_key: Annotated[str, Uuid()] = Field(description="one UUID per record")
+    data_subject_id: Annotated[str, Text(MAX_SUBJECT_ID_BYTES, blank="empty")] | None = None
+    subject: Name = Field(description="whom or what it is about; not a pronoun")
+    predicate: Predicate
+    object: Name
+    statement: Statement
     valid_from: Timestamp | None = None
 
 
+Batch = Field(min_length=1, max_length=MAX_BATCH)
+
+
 class AssertBody(Body):
-    records: list[AssertItem] | None = None
+    refusal: ClassVar[str] = "invalid_record_mutation"
+
+    records: Annotated[list[AssertItem], Batch, Field(description="unique idempotency keys")]
 
 
 class Asserted(Answer):
@@ -115,15 +130,17 @@ class AssertAnswer(Answer):
 
 
 class CorrectItem(Body):
-    id: str | None = None
-    expected_version: str | None = None
-    object: str | None = None
-    statement: str | None = None
-    valid_from: Timestamp | None = None
+    id: RecordId
+    expected_version: Version
+    object: Name
+    statement: Statement
+    valid_from: Timestamp | None = Field(default=None, description="default: the record's")
 
 
 class CorrectBody(Body):
-    records: list[CorrectItem] | None = None
+    refusal: ClassVar[str] = "invalid_record_mutation"
+
+    records: Annotated[list[CorrectItem], Batch, Field(description="unique record ids")]
 
 
 class Corrected(Answer):
@@ -138,12 +155,14 @@ class CorrectAnswer(Answer):
 
 
 class RetractItem(Body):
-    id: str | None = None
-    expected_version: str | None = None
+    id: RecordId
+    expected_version: Version
 
 
 class RetractBody(Body):
-    records: list[RetractItem] | None = None
+    refusal: ClassVar[str] = "invalid_record_mutation"
+
+    records: Annotated[list[RetractItem], Batch, Field(description="unique record ids")]
 
 
 class Retracted(Answer):
@@ -161,13 +180,18 @@ class RetractAnswer(Answer):
 
 
 class RecordAfter(Body):
-    id: str | None = None
+    id: Annotated[str, Uuid()]
+
+
+PageLimit = Annotated[int, Field(ge=0, le=MAX_PAGE)] | None
 
 
 class ListBody(Body):
-    data_subject_id: str | None = None
-    after: RecordAfter | None = None
-    limit: int | None = None
+    refusal: ClassVar[str] = "invalid_record_page"
+
+    data_subject_id: Annotated[str, Text(MAX_PAGE_SUBJECT_BYTES, blank="empty")] | None = None
+    after: RecordAfter | None = Field(default=None, description="the previous page's `next`")
+    limit: PageLimit = Field(default=None, description=f"0 or absent: {DEFAULT_PAGE}")
 
 
 class Record(Answer):
@@ -194,14 +218,16 @@ class ListAnswer(Answer):
 
 
 class HistoryBefore(Body):
-    known_until: Timestamp | None = None
-    history_id: str | None = None
+    known_until: Timestamp
+    history_id: Annotated[str, Uuid()]
 
 
 class HistoryBody(Body):
-    id: str | None = None
-    before: HistoryBefore | None = None
-    limit: int | None = None
+    refusal: ClassVar[str] = "invalid_record_page"
+
+    id: RecordId
+    before: HistoryBefore | None = Field(default=None, description="the previous page's `next`")
+    limit: PageLimit = Field(default=None, description=f"0 or absent: {DEFAULT_PAGE}")
 
 
 class RecordTimes(Answer):
@@ -232,37 +258,6 @@ class HistoryAnswer(Answer):
 
 def _strid(value: uuid.UUID | None) -> str | None:
     return None if value is None else str(value)
-
-
-def parse_uuid(text: str | None, *, nil: bool = False) -> uuid.UUID | None:
-    """A UUID in its 36-character form, or None."""
-    if text is None or len(text) != 36:
-        return None
-    try:
-        value = uuid.UUID(text)
-    except ValueError:
-        return None
-    return value if nil or value.int else None
-
-
-def _text(value: str | None, limit: int) -> bool:
-    if value is None or not value.strip() or "\x00" in value:
-        return False
-    return len(value.encode()) <= limit
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    try:
-        return None if value is None else value.astimezone(UTC)
-    except (OverflowError, ValueError):
-        return None
-
-
-def _subject_id(value: str | None, limit: int) -> tuple[bool, str | None]:
-    """Whether a `data_subject_id` is acceptable, and its stored form (empty = none)."""
-    if not value:
-        return True, None
-    return _text(value, limit), value
 
 
 def retraction_answer(retraction: facts.Retraction) -> Retracted:
@@ -297,50 +292,37 @@ def _mutation(message: str) -> ApiError:
 
 
 def _claims(items: list[AssertItem]) -> list[tuple[uuid.UUID, facts.Claim]]:
-    refused = _mutation(ASSERT_REFUSED)
-    if not 1 <= len(items) <= MAX_BATCH:
-        raise refused
     found: list[tuple[uuid.UUID, facts.Claim]] = []
-    for item in items:
-        key = parse_uuid(item.idempotency_key, nil=True)
-        fits, subject_id = _subject_id(item.data_subject_id, MAX_SUBJECT_ID_BYTES)
-        valid_from = _utc(item.valid_from)
-        if (
-            key is None
-            or not fits
-            or not _text(item.subject, MAX_NAME_BYTES)
-            or not _text(item.predicate, MAX_PREDICATE_BYTES)
-            or not _text(item.object, MAX_NAME_BYTES)
-            or not _text(item.statement, MAX_STATEMENT_BYTES)
-            or (item.valid_from is not None and valid_from is None)
-        ):
-            raise refused
-        assert item.subject and item.predicate and item.object and item.statement
+    for index, item in enumerate(items):
         if normalize(item.subject) in UNRESOLVABLE:
-            raise _mutation("the subject must name someone or something, not stand in for it")
+            raise _mutation(
+                f"records[{index}].subject: must name someone or something, not stand in for it"
+            )
         claim = facts.Claim(
-            subject_id, item.subject, item.predicate, item.object, item.statement, valid_from
+            item.data_subject_id or None,
+            item.subject,
+            item.predicate,
+            item.object,
+            item.statement,
+            item.valid_from,
         )
-        found.append((key, claim))
-    if len({key for key, _ in found}) != len(found):
-        raise refused
+        found.append((uuid.UUID(item.idempotency_key), claim))
+    _distinct([key for key, _ in found], "idempotency_key")
     return found
 
 
-def _targets(items: list[Any], what: str) -> list[tuple[uuid.UUID, uuid.UUID]]:
-    """The (id, expected_version) pairs of a correct or retract batch, validated."""
-    refused = _mutation(f"bounded {what} with unique record ids and versions are required")
-    if not 1 <= len(items) <= MAX_BATCH:
-        raise refused
-    pairs: list[tuple[uuid.UUID, uuid.UUID]] = []
-    for item in items:
-        fact_id = parse_uuid(item.id)
-        version = parse_uuid(item.expected_version)
-        if fact_id is None or version is None:
-            raise refused
-        pairs.append((fact_id, version))
-    if len({fact_id for fact_id, _ in pairs}) != len(pairs):
-        raise refused
+def _distinct(values: list[uuid.UUID], field: str) -> None:
+    seen: set[uuid.UUID] = set()
+    for index, value in enumerate(values):
+        if value in seen:
+            raise _mutation(f"records[{index}].{field}: repeats an earlier record's")
+        seen.add(value)
+
+
+def _targets(items: list[CorrectItem] | list[RetractItem]) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """The (id, expected_version) pairs of a correct or retract batch, ids distinct."""
+    pairs = [(uuid.UUID(item.id), uuid.UUID(item.expected_version)) for item in items]
+    _distinct([fact_id for fact_id, _ in pairs], "id")
     return pairs
 
 
@@ -377,13 +359,14 @@ async def _lock(
 async def assert_records(
     body: AssertBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> AssertAnswer:
-    claims = _claims(body.records or [])
+    claims = _claims(body.records)
     at = datetime.now(UTC)
     answers: list[tuple[uuid.UUID, uuid.UUID, bool]] = []
     async with request.app.state.pool.connection() as conn, conn.transaction():
         admitted = await facts.cardinalities(conn, [claim.predicate for _, claim in claims])
-        if any(claim.predicate not in admitted for _, claim in claims):
-            raise _mutation(ASSERT_REFUSED)
+        for index, (_, claim) in enumerate(claims):
+            if claim.predicate not in admitted:
+                raise _mutation(f"records[{index}].predicate: is not an admitted predicate")
         for key in sorted(key for key, _ in claims):
             await facts.lock_retry_key(conn, grant.project_id, key)
         for key, claim in claims:
@@ -425,15 +408,8 @@ async def assert_records(
 async def correct_records(
     body: CorrectBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> CorrectAnswer:
-    items = body.records or []
-    pairs = _targets(items, "corrections")
-    for item in items:
-        if (
-            not _text(item.object, MAX_NAME_BYTES)
-            or not _text(item.statement, MAX_STATEMENT_BYTES)
-            or (item.valid_from is not None and _utc(item.valid_from) is None)
-        ):
-            raise _mutation("bounded corrections with unique record ids and versions are required")
+    items = body.records
+    pairs = _targets(items)
     at = datetime.now(UTC)
     written: list[tuple[uuid.UUID, facts.Written]] = []
     async with request.app.state.pool.connection() as conn, conn.transaction():
@@ -441,7 +417,6 @@ async def correct_records(
         targets = await _lock(conn, grant.project_id, pairs, open_validity=True)
         admitted = await facts.cardinalities(conn, [t.predicate for t in targets.values()])
         for (fact_id, _), item in zip(pairs, items, strict=True):
-            assert item.object and item.statement
             target = targets[fact_id]
             claim = facts.Claim(
                 target.data_subject_id,
@@ -449,7 +424,7 @@ async def correct_records(
                 target.predicate,
                 item.object,
                 item.statement,
-                _utc(item.valid_from) or target.valid_from,
+                item.valid_from or target.valid_from,
             )
             ids = facts.Written(uuid.uuid4(), uuid.uuid4())
             await facts.retract(conn, target, grant.token_id, at, ids)
@@ -476,7 +451,7 @@ async def correct_records(
 async def retract_records(
     body: RetractBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> RetractAnswer:
-    pairs = _targets(body.records or [], "retractions")
+    pairs = _targets(body.records)
     at = datetime.now(UTC)
     async with request.app.state.pool.connection() as conn, conn.transaction():
         targets = await _lock(conn, grant.project_id, pairs, open_validity=False)
@@ -486,31 +461,13 @@ async def retract_records(
     return RetractAnswer(records=[retraction_answer(retraction) for retraction in done])
 
 
-def _page_limit(limit: int | None) -> int:
-    if not limit:
-        return DEFAULT_PAGE
-    if not 1 <= limit <= MAX_PAGE:
-        raise _page_refused()
-    return limit
-
-
-def _page_refused() -> ApiError:
-    return ApiError(400, "invalid_record_page", "a valid record page request is required")
-
-
 @router.post("/v1/records/list", response_model=ListAnswer, **access("read"))
 async def list_records(
     body: ListBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ListAnswer:
-    limit = _page_limit(body.limit)
-    fits, subject_id = _subject_id(body.data_subject_id, MAX_PAGE_SUBJECT_BYTES)
-    after = None
-    if body.after is not None:
-        after = parse_uuid(body.after.id, nil=True)
-        if after is None:
-            raise _page_refused()
-    if not fits:
-        raise _page_refused()
+    limit = body.limit or DEFAULT_PAGE
+    after = uuid.UUID(body.after.id) if body.after is not None else None
+    subject_id = body.data_subject_id or None
     async with request.app.state.pool.connection() as conn:
         rows = await facts.record_page(conn, grant.project_id, subject_id, after, limit + 1)
     page = rows[:limit]
@@ -539,17 +496,11 @@ async def list_records(
 async def record_history(
     body: HistoryBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> HistoryAnswer:
-    fact_id = parse_uuid(body.id)
-    limit = _page_limit(body.limit)
+    fact_id = uuid.UUID(body.id)
+    limit = body.limit or DEFAULT_PAGE
     before = None
     if body.before is not None:
-        history_id = parse_uuid(body.before.history_id, nil=True)
-        known_until = _utc(body.before.known_until)
-        if history_id is None or known_until is None:
-            raise _page_refused()
-        before = (known_until, history_id)
-    if fact_id is None:
-        raise _page_refused()
+        before = (body.before.known_until, uuid.UUID(body.before.history_id))
     async with request.app.state.pool.connection() as conn:
         current = await facts.head(conn, grant.project_id, fact_id)
         if current is None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import ConfigDict, Field
 
-from satchel.memory.api.bodies import Answer, Body
+from satchel.memory.api.bodies import NOT_BLANK, Answer, Body, Text, Uuid, exactly_one
 from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -22,28 +23,49 @@ MAX_LABEL_BYTES = 256
 DEFAULT_PAGE = 20
 MAX_PAGE = 100
 
+Reference = Annotated[str, Text(MAX_REFERENCE_BYTES, blank="empty")] | None
+Label = Annotated[str, Text(MAX_LABEL_BYTES, blank="empty")] | None
+Identity = Annotated[str, Uuid()]
+
 
 class SubjectRegisterRequest(Body):
-    idempotency_key: str | None = None
-    external_reference: str | None = None
-    label: str | None = None
+    refusal: ClassVar[str] = "invalid_subject"
+
+    idempotency_key: Identity = Field(description="one UUID per registration")
+    external_reference: Reference = Field(default=None, description="your own id; unique")
+    label: Label = None
 
 
 class SubjectGetRequest(Body):
-    id: str | None = None
-    external_reference: str | None = None
+    """Exactly one of an id or an external reference ("" counts as left out)."""
+
+    model_config = ConfigDict(json_schema_extra=exactly_one("id", "external_reference"))
+    refusal: ClassVar[str] = "invalid_subject"
+
+    id: Annotated[str, Uuid(empty=True)] | None = None
+    external_reference: (
+        Annotated[str, Text(MAX_REFERENCE_BYTES, blank="empty", shown=NOT_BLANK)] | None
+    ) = None
 
 
 class SubjectListRequest(Body):
-    after: str | None = None
-    limit: int | None = None
+    refusal: ClassVar[str] = "invalid_subject"
+
+    after: Annotated[str, Uuid(empty=True)] | None = Field(
+        default=None, description="the previous page's `next.id`"
+    )
+    limit: Annotated[int, Field(ge=0, le=MAX_PAGE)] | None = Field(
+        default=None, description=f"0 or absent: {DEFAULT_PAGE}"
+    )
 
 
 class SubjectUpdateRequest(Body):
-    id: str | None = None
-    expected_version: str | None = None
-    external_reference: str | None = None
-    label: str | None = None
+    refusal: ClassVar[str] = "invalid_subject"
+
+    id: Identity
+    expected_version: Identity
+    external_reference: Reference = None
+    label: Label = None
 
 
 class ManagedSubject(Answer):
@@ -70,45 +92,12 @@ class SubjectPage(Answer):
     next: SubjectCursor | None = None
 
 
-def invalid_subject() -> ApiError:
-    return ApiError(
-        400, "invalid_subject", "UUID identities and bounded subject fields are required"
-    )
-
-
 def conflict() -> ApiError:
     return ApiError(
         409,
         "subject_conflict",
         "subject reference, retry or version conflicts; inspect the current entry",
     )
-
-
-def subject_uuid(text: str | None) -> uuid.UUID:
-    """A UUID in its 36-character form, or 400 `invalid_subject`."""
-    try:
-        value = uuid.UUID(text or "")
-    except ValueError:
-        raise invalid_subject() from None
-    if len(text or "") != 36:
-        raise invalid_subject()
-    return value
-
-
-def bounded(text: str, limit: int) -> bool:
-    """Empty, or non-blank, at most `limit` UTF-8 bytes and without NUL."""
-    if not text:
-        return True
-    return bool(text.strip()) and len(text.encode("utf-8")) <= limit and "\x00" not in text
-
-
-def fields_of(reference: str | None, label: str | None) -> Fields:
-    fields = Fields(reference or "", label or "")
-    if not bounded(fields.external_reference, MAX_REFERENCE_BYTES) or not bounded(
-        fields.label, MAX_LABEL_BYTES
-    ):
-        raise invalid_subject()
-    return fields
 
 
 def managed(subject: Subject) -> dict[str, object]:
@@ -139,8 +128,8 @@ def managed(subject: Subject) -> dict[str, object]:
 async def register_subject(
     body: SubjectRegisterRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> SubjectWrite:
-    key = subject_uuid(body.idempotency_key)
-    fields = fields_of(body.external_reference, body.label)
+    key = uuid.UUID(body.idempotency_key)
+    fields = Fields(body.external_reference or "", body.label or "")
     try:
         async with request.app.state.pool.connection() as conn:
             subject, replayed = await subjects.register(
@@ -162,11 +151,11 @@ async def get_subject(
 ) -> ManagedSubject:
     identity = body.id or ""
     reference = body.external_reference or ""
-    if bool(identity) == bool(reference) or not bounded(reference, MAX_REFERENCE_BYTES):
-        raise invalid_subject()
+    if bool(identity) == bool(reference):
+        raise ApiError(400, "invalid_subject", "id or external_reference: give exactly one of them")
     async with request.app.state.pool.connection() as conn:
         if identity:
-            found = await subjects.by_id(conn, grant.project_id, subject_uuid(identity))
+            found = await subjects.by_id(conn, grant.project_id, uuid.UUID(identity))
         else:
             found = await subjects.by_reference(conn, grant.project_id, reference)
     if found is None:
@@ -184,9 +173,7 @@ async def list_subjects(
     body: SubjectListRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> SubjectPage:
     limit = body.limit or DEFAULT_PAGE
-    if not 1 <= limit <= MAX_PAGE:
-        raise invalid_subject()
-    after = subject_uuid(body.after) if body.after else None
+    after = uuid.UUID(body.after) if body.after else None
     async with request.app.state.pool.connection() as conn:
         found = await subjects.page(conn, grant.project_id, after, limit)
     answer = SubjectPage(
@@ -206,9 +193,9 @@ async def list_subjects(
 async def update_subject(
     body: SubjectUpdateRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
 ) -> SubjectWrite:
-    identity = subject_uuid(body.id)
-    version = subject_uuid(body.expected_version)
-    fields = fields_of(body.external_reference, body.label)
+    identity = uuid.UUID(body.id)
+    version = uuid.UUID(body.expected_version)
+    fields = Fields(body.external_reference or "", body.label or "")
     try:
         async with request.app.state.pool.connection() as conn:
             subject, replayed = await subjects.update(
