@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
-from memory_kit import LiveServer
+from memory_kit import LiveServer, with_database
 from memory_process import Served, embedded_postmaster, environment, satchel, stop_embedded
+from psycopg import conninfo
 
 from satchel.memory.tokens import TOKEN_PATTERN
 
@@ -73,13 +76,69 @@ def test_tokens_against_a_database_url(live_server: LiveServer, data_dir: Path) 
 
 def test_tokens_against_an_embedded_data_dir(data_dir: Path) -> None:
     env = environment(None)
-    token = created(env, data_dir, "--project", "local")
+    server = Served(data_dir, env)  # the deployment exists once it has been served
+    server.wait_ready()
+    assert server.terminate() == 0
+    assert embedded_postmaster(data_dir) is None
+
+    made = satchel("tokens", "create", "--data-dir", str(data_dir), "--project", "local", env=env)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert TOKEN_PATTERN.fullmatch(token)  # stdout holds the token alone
+    where = f"written to the embedded database in {data_dir.resolve()}"
+    assert f"token for project 'local' {where}" in made.stderr
+    assert token not in made.stderr
     assert embedded_postmaster(data_dir) is None  # the command stopped the server it started
     listing = satchel("tokens", "list", "--data-dir", str(data_dir), env=env)
     assert token[:12] in listing.stdout
     revoked = satchel("tokens", "revoke", token, "--data-dir", str(data_dir), env=env)
     assert revoked.returncode == 0, revoked.stderr
     assert embedded_postmaster(data_dir) is None
+
+
+def test_tokens_refuse_a_data_dir_where_nothing_was_served(data_dir: Path) -> None:
+    env = environment(None)
+    for command in (
+        ("tokens", "create", "--project", "alpha"),
+        ("tokens", "list"),
+        ("tokens", "revoke", "tsk_nothing"),
+        ("formation", "unpark"),
+    ):
+        result = satchel(*command, "--data-dir", str(data_dir), env=env)
+        assert result.returncode == 2, command
+        assert result.stdout == ""
+        [line] = result.stderr.strip().splitlines()
+        assert f"no satchel deployment in the embedded database in {data_dir.resolve()}" in line
+        assert "--data-dir" in line
+    assert not data_dir.exists()  # nothing was created there
+
+
+def test_tokens_name_the_database_url_and_refuse_one_without_a_deployment(
+    live_server: LiveServer, pg_admin_url: str, data_dir: Path
+) -> None:
+    made = satchel(
+        "tokens", "create", "--project", "alpha", env=environment(live_server.database_url)
+    )
+    assert made.returncode == 0, made.stderr
+    dbname = conninfo.conninfo_to_dict(live_server.database_url)["dbname"]
+    assert re.search(
+        rf"written to the database at \S*/{dbname} \(SATCHEL_DATABASE_URL\)", made.stderr
+    )
+
+    empty = f"satchel_empty_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {empty}")
+    try:
+        url = with_database(pg_admin_url, empty)
+        refused = satchel("tokens", "create", "--project", "alpha", env=environment(url))
+        assert refused.returncode == 2
+        assert "no satchel deployment in the database at" in refused.stderr
+        assert empty in refused.stderr
+        with psycopg.connect(url) as conn:  # nothing was created in it
+            assert conn.execute("SELECT to_regclass('tokens')").fetchone() == (None,)
+    finally:
+        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {empty} WITH (FORCE)")
 
 
 def test_serve_prints_its_address_and_stops_on_ctrl_c(
@@ -95,7 +154,7 @@ def test_serve_prints_its_address_and_stops_on_ctrl_c(
             assert answer.json()["scope"] == "alpha"
     finally:
         status = server.interrupt()
-    assert status in (0, 130)
+    assert status == 0
     output = server.output()
     assert re.search(rf"serving on http://127\.0\.0\.1:{server.port}\b", output), output
     assert "Traceback" not in output

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Literal
 
-from satchel.memory.worker_process import THREAD_LIMITS, command
+from satchel.memory.worker_process import LOWEST_PRIORITY, THREAD_LIMITS, command
 
 log = logging.getLogger("satchel.memory")
 
@@ -81,6 +81,8 @@ class WorkerSupervisor:
             )
         except OSError as exc:
             return f"it could not start: {exc.strerror or exc}"
+        with contextlib.suppress(OSError):  # at once, before its imports compete with the API
+            os.setpriority(os.PRIO_PROCESS, self.process.pid, LOWEST_PRIORITY)
         log.info("formation worker started (pid %d)", self.process.pid)
         exited = asyncio.create_task(self.process.wait())
         stopping = asyncio.create_task(stop.wait())

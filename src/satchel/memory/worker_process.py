@@ -56,8 +56,12 @@ async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), PARENT_CHECK)
         if stop.is_set():
             return
-    log.warning("the server (pid %d) is gone; the worker stops", parent)
+    _orphaned(parent)
     stop.set()
+
+
+def _orphaned(parent: int) -> None:
+    log.warning("the server (pid %d) is gone; the worker stops", parent)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("SATCHEL_DATABASE_URL is not set: the worker has no database")
         return 2
     if os.getppid() != args.parent:
+        _orphaned(args.parent)
         return 0
     asyncio.run(run_until_stopped(settings.database_url, settings, args.parent))
     return 0
