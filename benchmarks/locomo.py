@@ -169,8 +169,8 @@ def ingest(
 async def build_index(url: str, project_id: int, turns: int) -> float:
     """Run `index_passages` until every message has a vector; returns turns/s.
 
-    The service's own worker may index beside it; rows it holds are skipped here, so the loop
-    waits for the count of unindexed messages to reach zero.
+    The service's own worker may index beside it (the two take turns), so the loop waits for
+    the project's vectors to reach its last stored turn.
     """
     embedder = load_embedder()
     began = time.perf_counter()
@@ -179,7 +179,8 @@ async def build_index(url: str, project_id: int, turns: int) -> float:
             done = await index_passages(conn, project_id, embedder, 256)
             await conn.commit()
             cursor = await conn.execute(
-                "SELECT count(*) FROM messages WHERE project_id = %s AND embedding IS NULL",
+                "SELECT p.stored - coalesce(r.vectors_through, -1) FROM projects p"
+                " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s",
                 (project_id,),
             )
             row = await cursor.fetchone()

@@ -33,6 +33,7 @@ from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load
 from satchel.memory.passages.index import index_passages
 from satchel.memory.store import formation as store
 from satchel.memory.store.entities import Conn
+from satchel.memory.store.terms import count_terms
 
 log = logging.getLogger("satchel.memory.worker")
 
@@ -203,6 +204,8 @@ class Worker:
             log.warning("summaries failed for project %d: %s", project_id, exc)
 
     async def _passages(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        async with conn.transaction():
+            await count_terms(conn, project_id)
         if self.embedder is None:
             return
         try:

@@ -1,14 +1,18 @@
-"""Build the passage index: embed a project's not-yet-embedded messages, oldest first."""
+"""Build the passage index: embed the messages of a project's turns in log order."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from typing import Any
 
 from psycopg import AsyncConnection
 
 from satchel.memory.passages.embedder import Embedder, Vectors
+from satchel.memory.store.terms import progress
+
+MAX_TURN_MESSAGES = 64  # the most messages one observed turn holds
 
 Conn = AsyncConnection[Any]
 
@@ -37,33 +41,65 @@ async def generation(conn: Conn, project_id: int, embedder: Embedder) -> uuid.UU
         (project_id, fresh, embedder.identity),
     )
     if row is not None:
+        await conn.execute("DELETE FROM message_vectors WHERE project_id = %s", (project_id,))
         await conn.execute(
-            "UPDATE messages SET embedding = NULL, indexed_at = NULL"
-            " WHERE project_id = %s AND embedding IS NOT NULL",
+            "UPDATE passage_progress SET vectors_through = -1 WHERE project_id = %s",
             (project_id,),
         )
     return fresh
 
 
 async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit: int = 256) -> int:
-    """Embed up to `limit` messages of the project that have no vector yet, oldest first.
+    """Embed the messages of the next turns in log order, whole turns and about `limit`
+    messages at a time; how many were embedded. The caller commits.
 
-    Returns how many were embedded; the caller commits. Rows another indexer holds are skipped.
+    The project's progress row is locked meanwhile, so builders of one project take turns.
     """
     await generation(conn, project_id, embedder)
+    stored, after, _ = await progress(conn, project_id)
+    if stored <= after:
+        return 0
     cursor = await conn.execute(
-        "SELECT m.id, m.content FROM messages m JOIN observations o ON o.id = m.observation_id"
-        " WHERE m.project_id = %s AND m.embedding IS NULL"
-        " ORDER BY o.log_offset, m.ordinal LIMIT %s FOR UPDATE OF m SKIP LOCKED",
-        (project_id, limit),
+        "SELECT o.log_offset, m.id, m.data_subject_id, m.role, m.turn, m.content"
+        " FROM observations o JOIN messages m ON m.observation_id = o.id"
+        " WHERE o.project_id = %s AND o.log_offset > %s AND o.log_offset <= %s"
+        " ORDER BY o.log_offset, m.ordinal LIMIT %s",
+        (project_id, after, stored, limit + MAX_TURN_MESSAGES),
     )
     rows = await cursor.fetchall()
-    if not rows:
-        return 0
-    vectors = await asyncio.to_thread(embedder.embed, [content for _, content in rows])
-    async with conn.cursor() as writer:
-        await writer.executemany(
-            "UPDATE messages SET embedding = %s::vector, indexed_at = now() WHERE id = %s",
-            [(vector_literal(vector), row[0]) for row, vector in zip(rows, vectors, strict=True)],
-        )
+    through = _whole_turns(rows, limit, stored)
+    rows = [row for row in rows if row[0] <= through]
+    if rows:
+        vectors = await asyncio.to_thread(embedder.embed, [row[5] for row in rows])
+        async with conn.cursor() as writer:
+            await writer.executemany(
+                "INSERT INTO message_vectors"
+                " (message_id, project_id, data_subject_id, role, turn, embedding)"
+                " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT DO NOTHING",
+                [
+                    (row[1], project_id, row[2], row[3], row[4], vector_literal(vector))
+                    for row, vector in zip(rows, vectors, strict=True)
+                ],
+            )
+    await conn.execute(
+        "UPDATE passage_progress SET vectors_through = %s WHERE project_id = %s",
+        (through, project_id),
+    )
     return len(rows)
+
+
+def _whole_turns(rows: list[tuple[Any, ...]], limit: int, stored: int) -> int:
+    """The last offset to embed through: whole turns of at most `limit` messages in all (at
+    least one turn), or the stored offset once every remaining row is taken (turns left with no
+    messages are passed over)."""
+    sizes = Counter(row[0] for row in rows)
+    taken = 0
+    through = None
+    for offset in sorted(sizes):
+        if through is not None and taken + sizes[offset] > limit:
+            return int(through)
+        taken += sizes[offset]
+        through = offset
+    if len(rows) < limit + MAX_TURN_MESSAGES:
+        return stored
+    return int(through) if through is not None else stored

@@ -2,7 +2,8 @@
 
 A question that names a date is usually about what was said on or around it, so passage search
 also considers the messages stored in that period. Days win over months: a question naming
-both is about the day.
+both is about the day. A period at the calendar's edge ends at its last instant; a year 0000
+names nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +40,18 @@ MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH} {_DAY},? {_YEAR}\b", re.IGNORECASE)
 ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 MONTH_YEAR = re.compile(rf"\b{_MONTH},? {_YEAR}\b", re.IGNORECASE)
 
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
+
 Period = tuple[datetime, datetime]
+
+
+def shifted(moment: datetime, delta: timedelta) -> datetime:
+    """`moment + delta`, held to the calendar's first and last instants."""
+    try:
+        return moment + delta
+    except OverflowError:
+        return LATEST if delta > timedelta(0) else EARLIEST
 
 
 def _day(year: str, month: int, day: str) -> Period | None:
@@ -47,13 +59,17 @@ def _day(year: str, month: int, day: str) -> Period | None:
         start = datetime.combine(date(int(year), month, int(day)), datetime.min.time(), UTC)
     except ValueError:
         return None
-    return start, start + timedelta(days=1)
+    return start, shifted(start, timedelta(days=1))
 
 
-def _month(year: str, month: int) -> Period:
-    start = datetime(int(year), month, 1, tzinfo=UTC)
-    after = datetime(int(year) + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    return start, after
+def _month(year: str, month: int) -> Period | None:
+    try:
+        start = datetime(int(year), month, 1, tzinfo=UTC)
+    except ValueError:
+        return None
+    if month == 12 and start.year == LATEST.year:
+        return start, LATEST
+    return start, datetime(start.year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
 
 
 def named_periods(question: str) -> list[Period]:
@@ -64,4 +80,5 @@ def named_periods(question: str) -> list[Period]:
     found = [period for period in days if period is not None]
     if found:
         return found
-    return [_month(y, MONTHS[m.lower()]) for m, y in MONTH_YEAR.findall(question)]
+    months = [_month(y, MONTHS[m.lower()]) for m, y in MONTH_YEAR.findall(question)]
+    return [period for period in months if period is not None]

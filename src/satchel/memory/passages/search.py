@@ -18,8 +18,9 @@ from psycopg import AsyncConnection, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
-from satchel.memory.passages.periods import Period, named_periods
+from satchel.memory.passages.periods import Period, named_periods, shifted
 from satchel.memory.store.messages import cut
+from satchel.memory.store.terms import frequencies, tsquery_lexeme
 
 Conn = AsyncConnection[Any]
 
@@ -57,16 +58,27 @@ class Scope:
             clause = sql.SQL("{} AND m.role = ANY(%s)").format(clause)
             params.append(list(self.roles))
         if self.turns_only:
-            clause = sql.SQL(
-                "{} AND EXISTS (SELECT 1 FROM observations t"
-                " WHERE t.id = m.observation_id AND t.kind = 'turn')"
-            ).format(clause)
+            clause = sql.SQL("{} AND m.turn").format(clause)
+        return clause, params
+
+    def vector_where(self) -> tuple[sql.Composable, list[Any]]:
+        """The same scope over `message_vectors v`, which carries the message's scope columns."""
+        clause: sql.Composable = sql.SQL("v.project_id = %s")
+        params: list[Any] = [self.project_id]
+        if self.subject:
+            clause = sql.SQL("{} AND v.data_subject_id = %s").format(clause)
+            params.append(self.subject)
+        if self.roles:
+            clause = sql.SQL("{} AND v.role = ANY(%s)").format(clause)
+            params.append(list(self.roles))
+        if self.turns_only:
+            clause = sql.SQL("{} AND v.turn").format(clause)
         return clause, params
 
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One found message, its place in the log, and its fused relevance (higher is better)."""
+    """One found message, its place in the log, and its similarity to the question (0..1)."""
 
     chunk_id: uuid.UUID
     source_id: uuid.UUID
@@ -90,12 +102,14 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
-    """How far the vector index is built: the generation, the log's end, and what it covers."""
+    """How far the indexes are built: the generation, the log's end, what its vectors cover and
+    how far its lexeme counts reach."""
 
     generation_id: str
     embedder: str
     through_offset: int
     covered_through_offset: int
+    counted_through_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,27 +122,21 @@ class Found:
     hits: list[Hit]
 
 
-def tsquery_lexeme(lexeme: str) -> str:
-    """A lexeme quoted for tsquery input, so it is taken as it is."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 async def coverage(conn: Conn, project_id: int) -> Coverage:
     cursor = await conn.execute(
-        "SELECT p.stored, g.id, g.embedder,"
-        " (SELECT min(o.log_offset) FROM messages m JOIN observations o ON o.id = m.observation_id"
-        "  WHERE m.project_id = p.id AND m.embedding IS NULL)"
-        " FROM projects p LEFT JOIN passage_generations g ON g.project_id = p.id WHERE p.id = %s",
+        "SELECT p.stored, g.id, g.embedder, coalesce(r.vectors_through, -1),"
+        " coalesce(r.terms_through, -1)"
+        " FROM projects p LEFT JOIN passage_generations g ON g.project_id = p.id"
+        " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s",
         (project_id,),
     )
     row = await cursor.fetchone()
     if row is None or row[0] is None:
-        return Coverage("", "", NO_OFFSET, NO_OFFSET)
-    stored, generation, embedder, first_missing = row
+        return Coverage("", "", NO_OFFSET, NO_OFFSET, NO_OFFSET)
+    stored, generation, embedder, covered, counted = row
     if generation is None:
-        return Coverage("", "", stored, NO_OFFSET)
-    covered = stored if first_missing is None else first_missing - 1
-    return Coverage(str(generation), embedder, stored, covered)
+        return Coverage("", "", stored, NO_OFFSET, counted)
+    return Coverage(str(generation), embedder, stored, min(covered, stored), counted)
 
 
 Ranking = list[tuple[uuid.UUID, float]]
@@ -142,9 +150,10 @@ class Terms:
     focused: str
 
 
-async def question_terms(conn: Conn, scope: Scope, question: str) -> Terms:
+async def question_terms(conn: Conn, scope: Scope, question: str, counted: int) -> Terms:
     """Weigh the question's lexemes over the scope, and drop from the text the embedder reads
-    every word whose lexemes are all in more than `COMMON_SHARE` of the scope's messages."""
+    every word whose lexemes are all in more than `COMMON_SHARE` of the scope's messages
+    (`counted`: how far the project's lexeme counts reach)."""
     words = question.split()
     cursor = await conn.execute(
         "SELECT tsvector_to_array(to_tsvector('english', w))"
@@ -156,22 +165,24 @@ async def question_terms(conn: Conn, scope: Scope, question: str) -> Terms:
     if not lexemes:
         return Terms([], question)
     where, params = scope.where()
-    filtered = sql.SQL(", ").join(
-        sql.SQL("count(*) FILTER (WHERE m.search_text @@ %s::tsquery)") for _ in lexemes
+    found = await frequencies(
+        conn,
+        scope.project_id,
+        scope.subject,
+        scope.roles,
+        scope.turns_only,
+        lexemes,
+        where,
+        params,
+        counted,
     )
-    cursor = await conn.execute(
-        sql.SQL("SELECT count(*), {} FROM messages m WHERE {}").format(filtered, where),
-        [*(tsquery_lexeme(lexeme) for lexeme in lexemes), *params],
-    )
-    row = await cursor.fetchone()
-    assert row is not None
-    total, *frequencies = row
+    total, holding = found.total, found.frequencies
     weights = []
-    for lexeme, frequency in zip(lexemes, frequencies, strict=True):
+    for lexeme, frequency in zip(lexemes, holding, strict=True):
         idf = _idf(total, frequency)
         if frequency and idf > 0:
             weights.append((tsquery_lexeme(lexeme), idf))
-    common = {x for x, f in zip(lexemes, frequencies, strict=True) if f > COMMON_SHARE * total}
+    common = {x for x, f in zip(lexemes, holding, strict=True) if f > COMMON_SHARE * total}
     kept = [w for w, found in zip(words, per_word, strict=True) if not found or set(found) - common]
     return Terms(weights, " ".join(kept) or question)
 
@@ -186,18 +197,24 @@ async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ra
         sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)") for _ in weights
     )
     query = sql.SQL(
-        "SELECT id, weight * %s / (1 + %s * (1 - %s + %s * dl / avgdl)) AS score"
-        " FROM (SELECT m.id, o.log_offset, m.ordinal, ({matched}) AS weight,"
-        " greatest(length(m.search_text), 1) AS dl,"
-        " avg(greatest(length(m.search_text), 1)) OVER () AS avgdl"
-        " FROM messages m JOIN observations o ON o.id = m.observation_id"
-        " WHERE {where} AND m.search_text @@ %s::tsquery) s"
-        " ORDER BY score DESC, log_offset DESC, ordinal LIMIT %s"
+        "WITH scored AS (SELECT id, observation_id, ordinal,"
+        "  weight * %s / (1 + %s * (1 - %s + %s * dl / avgdl)) AS score"
+        "  FROM (SELECT m.id, m.observation_id, m.ordinal, ({matched}) AS weight,"
+        "  greatest(length(m.search_text), 1) AS dl,"
+        "  avg(greatest(length(m.search_text), 1)) OVER () AS avgdl"
+        "  FROM messages m WHERE {where} AND m.search_text @@ %s::tsquery) s),"
+        # Only the best `count` scores and their ties need their place in the log.
+        " cut AS (SELECT score FROM scored ORDER BY score DESC OFFSET %s LIMIT 1)"
+        " SELECT s.id, s.score FROM scored s"
+        " WHERE s.score >= coalesce((SELECT score FROM cut), '-infinity')"
+        " ORDER BY s.score DESC,"
+        " (SELECT o.log_offset FROM observations o WHERE o.id = s.observation_id) DESC,"
+        " s.ordinal LIMIT %s"
     ).format(matched=matched, where=where)
     any_term = " | ".join(quoted for quoted, _ in weights)
     values: list[Any] = [K1 + 1, K1, B, B]
     values += [value for pair in weights for value in pair]
-    values += [*params, any_term, count]
+    values += [*params, any_term, max(count - 1, 0), count]
     cursor = await conn.execute(query, values)
     return [(row[0], float(row[1])) for row in await cursor.fetchall()]
 
@@ -208,19 +225,21 @@ def _idf(total: int, frequency: int) -> float:
 
 async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> Ranking:
     """Up to `count` embedded messages nearest to `vector`, with their cosine similarity (HNSW)."""
-    await conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-        (str(min(1000, max(40, count))),),
-    )
-    where, params = scope.where()
+    where, params = scope.vector_where()
     query = sql.SQL(
-        "SELECT id, distance FROM (SELECT m.id, m.embedding <=> %s::vector AS distance"
-        " FROM messages m WHERE {} AND m.embedding IS NOT NULL ORDER BY distance LIMIT %s) s"
+        "SELECT id, distance FROM (SELECT v.message_id AS id, v.embedding <=> %s::vector"
+        " AS distance FROM message_vectors v WHERE {} ORDER BY distance LIMIT %s) s"
         " ORDER BY distance"
     ).format(where)
-    cursor = await conn.execute(query, [vector, *params, count])
-    return [(row[0], 1.0 - float(row[1])) for row in await cursor.fetchall()]
+    async with conn.transaction():  # the settings hold for this query alone
+        await conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            (str(min(1000, max(40, count))),),
+        )
+        cursor = await conn.execute(query, [vector, *params, count])
+        rows = await cursor.fetchall()
+    return [(row[0], 1.0 - float(row[1])) for row in rows]
 
 
 async def period_ranking(
@@ -234,11 +253,14 @@ async def period_ranking(
     values: list[Any] = []
     similarity: sql.Composable = sql.SQL("0.0")
     if vector is not None:
-        similarity = sql.SQL("coalesce(1 - (m.embedding <=> %s::vector), 0.0)")
+        similarity = sql.SQL(
+            "coalesce((SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
+            " WHERE v.message_id = m.id), 0.0)"
+        )
         values.append(vector)
     values += params
     for start, end in periods:
-        values += [start - PERIOD_SLACK, end + PERIOD_SLACK]
+        values += [shifted(start, -PERIOD_SLACK), shifted(end, PERIOD_SLACK)]
     values.append(count)
     query = sql.SQL(
         "SELECT m.id, {similarity} AS similarity FROM messages m WHERE {where} AND ({bounds})"
@@ -257,7 +279,8 @@ def fuse(text: Ranking, vector: Ranking, dated: Ranking | None = None) -> dict[u
     for chunk, score in text:
         scores[chunk] = scores.get(chunk, 0.0) + TEXT_WEIGHT * score / best
     for chunk, similarity in vector:
-        scores[chunk] = scores.get(chunk, 0.0) + (1 - TEXT_WEIGHT) * _related(similarity)
+        if similarity > COSINE_FLOOR:
+            scores[chunk] = scores.get(chunk, 0.0) + (1 - TEXT_WEIGHT) * _related(similarity)
     for chunk, similarity in dated or []:
         if chunk not in scores:
             scores[chunk] = (1 - TEXT_WEIGHT) * _related(similarity)
@@ -308,20 +331,41 @@ async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking
     return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
 
 
-async def hits_of(conn: Conn, ranked: list[tuple[uuid.UUID, float]]) -> list[Hit]:
-    cursor = await conn.execute(
-        "SELECT id, observation_id, ordinal, role, content, occurred_at FROM messages"
-        " WHERE id = ANY(%s)",
-        ([chunk for chunk, _ in ranked],),
-    )
+async def hits_of(
+    conn: Conn, ranked: list[tuple[uuid.UUID, float]], vector: str | None, terms: Terms
+) -> list[Hit]:
+    """The ranked messages with their similarity to the question: the cosine similarity of
+    their vectors (at least 0) or, without one, the share of the question's term weight
+    they hold."""
+    weight = sum(idf for _, idf in terms.weights)
+    share: sql.Composable = sql.SQL("0.0")
+    values: list[Any] = []
+    if weight:
+        held = sql.SQL(" + ").join(
+            sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)")
+            for _ in terms.weights
+        )
+        share = sql.SQL("({}) / %s").format(held)
+        values += [value for pair in terms.weights for value in pair]
+        values.append(weight)
+    similarity = share
+    if vector is not None:
+        similarity = sql.SQL(
+            "coalesce((SELECT greatest(0.0, 1 - (v.embedding <=> %s::vector))"
+            " FROM message_vectors v WHERE v.message_id = m.id), {})"
+        ).format(share)
+        values.insert(0, vector)
+    query = sql.SQL(
+        "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}"
+        " FROM messages m WHERE m.id = ANY(%s)"
+    ).format(similarity)
+    cursor = await conn.execute(query, [*values, [chunk for chunk, _ in ranked]])
     rows = {row[0]: row for row in await cursor.fetchall()}
-    best = max((score for _, score in ranked), default=1.0)
     hits = []
-    for chunk, score in ranked:
+    for chunk, _ in ranked:
         if chunk in rows:
-            _, source, ordinal, role, content, occurred_at = rows[chunk]
-            similarity = round(score / best, 6)
-            hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, similarity))
+            _, source, ordinal, role, content, occurred_at, close = rows[chunk]
+            hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, min(1.0, close)))
     return hits
 
 
@@ -366,14 +410,18 @@ async def search_passages(
     pool = max(candidates or DEFAULT_CANDIDATES, limit)
     state = await coverage(conn, scope.project_id)
     usable = embedder is not None and state.embedder == embedder.identity
-    terms = await question_terms(conn, scope, question)
-    vector = await embed_question(embedder, terms.focused) if usable else None
-    text = await text_ranking(conn, scope, terms, pool)
+    terms = await question_terms(conn, scope, question, state.counted_through_offset)
+    # The question is embedded in a thread while the full-text ranking runs in the database.
+    embedding = asyncio.ensure_future(embed_question(embedder if usable else None, terms.focused))
+    try:
+        text = await text_ranking(conn, scope, terms, pool)
+    finally:
+        vector = await embedding
     nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
     ranked = await with_neighbours(conn, fuse(text, nearest, dated))
-    hits = await hits_of(conn, ranked[:limit])
+    hits = await hits_of(conn, ranked[:limit], vector, terms)
     build_state = _build_state(embedder, state, vector is not None)
     return Found(
         generation_id=state.generation_id if usable else "",

@@ -11,6 +11,7 @@ from psycopg.types.json import Jsonb
 
 from satchel.memory.store.derived import SOURCES, Conn, Kind, Scope, kinds_for, mark
 from satchel.memory.store.log import recompute_formed
+from satchel.memory.store.terms import counted_subjects, recount
 
 ATTEMPTS = 3
 
@@ -102,10 +103,14 @@ async def _erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
         )
         await mark(conn, scope)
         kinds = {kind.name: kind for kind in kinds_for(scope)}
+        touched: list[str] = []
+        if "message" in kinds:
+            touched = await counted_subjects(conn, kinds["message"].where, scope.params())
         deleted: dict[str, int] = {}
         for name in ORDER:
             if name in kinds:
                 deleted[name] = await _delete(conn, kinds[name], scope)
+        await recount(conn, scope.project_id, touched)
         residual = {
             name: await _count(conn, kind.select("count(*)"), scope)
             for name, kind in kinds.items()

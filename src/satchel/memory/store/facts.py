@@ -197,7 +197,8 @@ async def _write_source(
     )
     await conn.execute(
         "INSERT INTO messages (id, observation_id, project_id, data_subject_id, ordinal, role,"
-        " content, group_ordinal, occurred_at) VALUES (%s, %s, %s, %s, 0, 'user', %s, 0, %s)",
+        " content, group_ordinal, occurred_at, turn)"
+        " VALUES (%s, %s, %s, %s, 0, 'user', %s, 0, %s, false)",
         (message_id, observation_id, project_id, data_subject_id, statement, at),
     )
     return observation_id, message_id
