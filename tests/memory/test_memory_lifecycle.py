@@ -21,6 +21,7 @@ import pytest
 from memory_kit import LiveServer, free_port
 from memory_process import (
     Served,
+    embedded_postmaster,
     environment,
     postgres_of,
     running,
@@ -212,3 +213,28 @@ def test_a_second_server_on_the_same_port_is_refused(
         assert first.ready() is not None  # the first one serves on
     finally:
         assert first.terminate() == 0
+
+
+def test_servers_sharing_a_data_dir_never_stop_each_others_postgres(data_dir: Path) -> None:
+    env = environment(None)
+    first = Served(data_dir, env)
+    servers = [first]
+    try:
+        first.wait_ready()
+        postmaster = embedded_postmaster(data_dir)
+        assert postmaster is not None
+        crashed = Served(data_dir, env)
+        servers.append(crashed)
+        crashed.wait_ready()
+        crashed.kill()  # died attached: its handle is stale, the server is not
+        again = Served(data_dir, env)
+        servers.append(again)
+        again.wait_ready()  # attached to the live server, not restarted
+        assert "cleared the lock file" not in again.output()
+        assert again.terminate() == 0
+        assert first.ready() is not None  # the first one still has its database
+        assert embedded_postmaster(data_dir) == postmaster
+    finally:
+        for server in reversed(servers):
+            server.terminate()
+    assert postgres_of(data_dir) == []  # the last one out stopped it

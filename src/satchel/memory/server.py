@@ -252,7 +252,9 @@ def work(settings: MemorySettings, announce: object = print) -> None:
     """Run a worker until SIGINT or SIGTERM (it finishes the turn at hand first)."""
     settings = settings.for_worker()
     log_to_stderr()
-    with database(settings) as url:
+    with StopSignals() as signals, database(settings) as url:
+        if signals.signum is not None:
+            return
         _say(announce, "satchel memory worker running")
         asyncio.run(run_until_stopped(url, settings, parent=None))
 

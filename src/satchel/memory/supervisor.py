@@ -10,7 +10,6 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Mapping
 from typing import Literal
 
 from satchel.memory.worker_process import LOWEST_PRIORITY, THREAD_LIMITS, command
@@ -25,9 +24,9 @@ STOP_GRACE = 10.0  # seconds a stopping worker has to finish the turn at hand be
 WorkerState = Literal["running", "stopped"]
 
 
-def worker_environment(url: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def worker_environment(url: str) -> dict[str, str]:
     """The child's environment: this one, the database URL the server resolved, one thread."""
-    return {**(os.environ if base is None else base), "SATCHEL_DATABASE_URL": url, **THREAD_LIMITS}
+    return {**os.environ, "SATCHEL_DATABASE_URL": url, **THREAD_LIMITS}
 
 
 class WorkerSupervisor:
@@ -46,7 +45,6 @@ class WorkerSupervisor:
         self.max_backoff = max_backoff
         self.grace = grace
         self.process: asyncio.subprocess.Process | None = None
-        self.restarts = 0
 
     def state(self) -> WorkerState:
         running = self.process is not None and self.process.returncode is None
@@ -69,7 +67,6 @@ class WorkerSupervisor:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
                 delay = min(delay * 2, self.max_backoff)
-                self.restarts += 1
         finally:
             await self._stop()
 

@@ -51,25 +51,21 @@ def pgdata_of(data_dir: Path) -> Path:
 
 def forget_dead_handles(pgdata: Path) -> None:
     """Drop processes that died without detaching (a SIGKILL) from the server's handle list,
-    so the last live process still stops the server when it exits. A pid counts only while
-    its process lives and is older than the list's last write (a reused pid is not a handle)."""
+    so the last live process still stops the server when it exits."""
     handles = pgdata / HANDLES
     try:
-        written = handles.stat().st_mtime
         pids = json.loads(handles.read_text() or "[]")
     except (OSError, ValueError):
         return
-    alive = [pid for pid in pids if isinstance(pid, int) and _holds_handle(pid, written)]
+    alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
     if alive != pids:
         handles.write_text(json.dumps(alive))
 
 
-def _holds_handle(pid: int, written: float) -> bool:
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has exited; one we may not look at counts as running)."""
     try:
-        process = psutil.Process(pid)
-        return bool(
-            process.status() != psutil.STATUS_ZOMBIE and process.create_time() <= written + 1
-        )
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
     except psutil.AccessDenied:
