@@ -84,7 +84,7 @@ def load_conversations(
             (uuid.uuid4(), turn, project_id, subject, 1, "assistant", reply, 1, at, vectors[0])
         )
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP INDEX message_vectors_embedding")
+        conn.execute("DROP INDEX message_vectors_turns, message_vectors_other")
         _copy(
             conn,
             "observations (id, project_id, log_offset, data_subject_id, kind, occurred_at,"
@@ -100,10 +100,11 @@ def load_conversations(
         _vectors(conn, [(row[0], row[2], row[3], row[5], True, row[-1]) for row in rows])
         _embed_the_rest(conn, project_id, embedder, noise)
         conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute(
-            "CREATE INDEX message_vectors_embedding ON message_vectors"
-            " USING hnsw (embedding vector_cosine_ops)"
-        )
+        for name, kind in (("turns", "turn"), ("other", "NOT turn")):
+            conn.execute(
+                f"CREATE INDEX message_vectors_{name} ON message_vectors"
+                f" USING hnsw (embedding vector_cosine_ops) WHERE {kind}"
+            )
         conn.execute(
             "INSERT INTO passage_generations (project_id, id, embedder) VALUES (%s, %s, %s)"
             " ON CONFLICT (project_id) DO NOTHING",

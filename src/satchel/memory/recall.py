@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import unicodedata
 import uuid
 from collections import Counter
@@ -24,6 +25,7 @@ MAX_ANCHORS = 256
 FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
 WINDOW = 4  # words in the longest term
 MAX_PASSAGES = 8
+PASSAGE_CANDIDATES = 40  # per ranking (full text, vectors): enough to choose 8 from
 
 
 class QuestionRefused(ValueError):
@@ -293,7 +295,14 @@ async def _passages(
     ranking had vectors behind it."""
     roles = tuple(ask.controls.source_roles)
     scope = Scope(project_id, ask.data_subject_id or "", roles, turns_only=True)
-    found = await search_passages(conn, scope, ask.question, limit=MAX_PASSAGES, embedder=embedder)
+    found = await search_passages(
+        conn,
+        scope,
+        ask.question,
+        limit=MAX_PASSAGES,
+        candidates=PASSAGE_CANDIDATES,
+        embedder=embedder,
+    )
     passages = []
     for hit in found.hits:
         quote = hit.preview()
@@ -313,7 +322,30 @@ async def _passages(
 
 
 async def recall(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None = None) -> Bundle:
-    """Answer `ask` from the project's facts and passages (reports answer nothing yet)."""
+    """Answer `ask` from the project's facts and passages (reports answer nothing yet).
+
+    The passage search starts first, so the question is embedded while the facts are read;
+    the two share the connection, which runs their statements one at a time.
+    """
+    controls = ask.controls
+    searching = None
+    if "passages" in controls.surfaces:
+        searching = asyncio.ensure_future(_passages(conn, project_id, ask, embedder))
+    try:
+        return await _recall(conn, project_id, ask, searching)
+    finally:
+        if searching is not None:
+            await asyncio.wait([searching])
+            if not searching.cancelled():
+                searching.exception()  # a search whose answer was not needed fails quietly
+
+
+async def _recall(
+    conn: Conn,
+    project_id: int,
+    ask: Ask,
+    searching: asyncio.Future[tuple[list[RecalledPassage], bool]] | None,
+) -> Bundle:
     controls = ask.controls
     found_terms = terms(ask.question)
     matched: list[Entity] = []
@@ -357,8 +389,8 @@ async def recall(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | Non
     if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or not anchors):
         degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
     passages: list[RecalledPassage] = []
-    if "passages" in controls.surfaces and not spent:
-        found, vectored = await _passages(conn, project_id, ask, embedder)
+    if searching is not None and not spent:
+        found, vectored = await searching
         for passage in found:
             if characters + passage.charge() > controls.max_characters:
                 truncated = True

@@ -62,7 +62,8 @@ class Scope:
         return clause, params
 
     def vector_where(self) -> tuple[sql.Composable, list[Any]]:
-        """The same scope over `message_vectors v`, which carries the message's scope columns."""
+        """The same scope over `message_vectors v`, which carries the message's scope columns
+        (whether it is a turn's decides the index, so the caller says it)."""
         clause: sql.Composable = sql.SQL("v.project_id = %s")
         params: list[Any] = [self.project_id]
         if self.subject:
@@ -71,8 +72,6 @@ class Scope:
         if self.roles:
             clause = sql.SQL("{} AND v.role = ANY(%s)").format(clause)
             params.append(list(self.roles))
-        if self.turns_only:
-            clause = sql.SQL("{} AND v.turn").format(clause)
         return clause, params
 
 
@@ -226,18 +225,26 @@ def _idf(total: int, frequency: int) -> float:
 async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> Ranking:
     """Up to `count` embedded messages nearest to `vector`, with their cosine similarity (HNSW)."""
     where, params = scope.vector_where()
-    query = sql.SQL(
-        "SELECT id, distance FROM (SELECT v.message_id AS id, v.embedding <=> %s::vector"
-        " AS distance FROM message_vectors v WHERE {} ORDER BY distance LIMIT %s) s"
-        " ORDER BY distance"
-    ).format(where)
+    nearest = sql.SQL(
+        "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
+        " FROM message_vectors v WHERE {} AND {} ORDER BY distance LIMIT %s)"
+    )
+    # One graph for turns, one for the rest (see migration 0007): each is walked on its own.
+    kinds = [sql.SQL("v.turn")] if scope.turns_only else [sql.SQL("v.turn"), sql.SQL("NOT v.turn")]
+    query = sql.SQL("SELECT id, distance FROM ({}) s ORDER BY distance LIMIT %s").format(
+        sql.SQL(" UNION ALL ").join(nearest.format(where, kind) for kind in kinds)
+    )
+    values: list[Any] = []
+    for _ in kinds:
+        values += [vector, *params, count]
+    values.append(count)
     async with conn.transaction():  # the settings hold for this query alone
         await conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, true),"
             " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
             (str(min(1000, max(40, count))),),
         )
-        cursor = await conn.execute(query, [vector, *params, count])
+        cursor = await conn.execute(query, values)
         rows = await cursor.fetchall()
     return [(row[0], 1.0 - float(row[1])) for row in rows]
 

@@ -21,7 +21,12 @@ CREATE TABLE message_vectors (
 INSERT INTO message_vectors (message_id, project_id, data_subject_id, role, turn, embedding)
 SELECT m.id, m.project_id, m.data_subject_id, m.role, m.turn, m.embedding
 FROM messages m WHERE m.embedding IS NOT NULL;
-CREATE INDEX message_vectors_embedding ON message_vectors USING hnsw (embedding vector_cosine_ops);
+-- Two graphs, turns and the rest (curated statements): a search of turns alone, as recall's, never
+-- walks past the statements nearest a question about a person.
+CREATE INDEX message_vectors_turns ON message_vectors USING hnsw (embedding vector_cosine_ops)
+    WHERE turn;
+CREATE INDEX message_vectors_other ON message_vectors USING hnsw (embedding vector_cosine_ops)
+    WHERE NOT turn;
 CREATE INDEX message_vectors_project ON message_vectors (project_id);
 
 CREATE TABLE passage_progress (
