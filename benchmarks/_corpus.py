@@ -56,6 +56,13 @@ def sentences(count: int, rng: random.Random) -> list[str]:
     return sorted(made)
 
 
+def passage_question(n: int) -> str:
+    """The `n`th of many distinct questions about the corpus (none asked twice in a run)."""
+    place = PLACES[n // len(DOINGS) % len(PLACES)]
+    doing = DOINGS[n % len(DOINGS)].format(place=place, person=PEOPLE[n % len(PEOPLE)])
+    return f"Who {doing} {WHEN[n // 300 % len(WHEN)]}?"
+
+
 def load_conversations(
     url: str, project_id: int, first_offset: int, messages: int, embedder: Embedder, seed: int
 ) -> float:

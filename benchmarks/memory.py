@@ -37,7 +37,7 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
-from _corpus import PLACES, load_conversations
+from _corpus import load_conversations, passage_question
 from _service import Client, percentile, service
 from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
 from satchel.memory.store.database import migrate
@@ -342,6 +342,20 @@ def copy(conn: psycopg.Connection[Any], target: str, rows: list[Any]) -> None:
             writer.write_row(row)
 
 
+def indexed_meanwhile(url: str, project_id: int) -> str:
+    """How far the worker had embedded and counted the observed turns when the writes ended."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT p.stored + 1, coalesce(r.vectors_through, -1) + 1,"
+            " coalesce(r.terms_through, -1) + 1 FROM projects p"
+            " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s",
+            (project_id,),
+        ).fetchone()
+    assert row is not None
+    stored, embedded, counted = row
+    return f"of {stored} turns written, {embedded} embedded and {counted} counted by then"
+
+
 # ---- reads -------------------------------------------------------------------------------------
 
 
@@ -394,7 +408,7 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
         url = embedded.url
         migrate(url)
         with psycopg.connect(url, autocommit=True) as conn:
-            _, observe_token = project(conn, "observe", url)
+            observe_project, observe_token = project(conn, "observe", url)
             recall_project, recall_token = project(conn, "recall", url)
             contexts_project, contexts_token = project(conn, "contexts", url)
         loaded = load_facts(url, recall_project, args.facts, args.seed)
@@ -417,6 +431,7 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
             results["observe_8_clients_per_s"] = observe_concurrently(
                 port, observe_token, args.clients, args.observe // 2
             )
+            notes["worker during writes"] = indexed_meanwhile(url, observe_project)
             rng = random.Random(args.seed + 1)
             asked = [rng.choice(loaded.people) for _ in range(args.reads)]
             checked_recall(port, recall_token, asked[0])
@@ -433,12 +448,13 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
             searched = timed_reads(
                 port,
                 recall_token,
-                lambda n: {"question": f"Who went hiking near {PLACES[n % len(PLACES)]}?"},
+                lambda n: {"question": passage_question(n)},
                 "/v1/passages/search",
                 args.reads,
             )
             results["passages_p50_ms"] = statistics.median(searched)
             results["passages_p95_ms"] = percentile(searched, 0.95)
+            notes["passages"] = f"p50 {results['passages_p50_ms']:.2f} ms over 200k messages"
             plain = timed_reads(
                 port,
                 contexts_token,

@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import math
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,6 +38,9 @@ SESSION_TOP = 4  # how many of a session's best messages its score averages
 COMMON_SHARE = 0.2  # a word in more of the scope's messages than this is not embedded
 PERIOD_WEIGHT = 0.2  # what being said in a period the question names adds
 PERIOD_SLACK = timedelta(days=3)  # how far around a named period still counts
+RECENT_QUESTIONS = 256  # question vectors remembered, newest last
+
+_recent: OrderedDict[tuple[str, str], str] = OrderedDict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,14 +381,23 @@ async def hits_of(
 
 
 async def embed_question(embedder: Embedder | None, question: str) -> str | None:
-    """The question's vector in pgvector form, or None when no embedder can answer."""
+    """The question's vector in pgvector form, or None when no embedder can answer. The last
+    `RECENT_QUESTIONS` questions are remembered (a retried or repeated question is not embedded
+    again)."""
     if embedder is None:
         return None
+    key = (embedder.identity, question)
+    if key in _recent:
+        _recent.move_to_end(key)
+        return _recent[key]
     try:
         vectors = await asyncio.to_thread(embedder.embed, [question])
     except EmbedderUnavailable:
         return None
-    return vector_literal(vectors[0])
+    _recent[key] = literal = vector_literal(vectors[0])
+    if len(_recent) > RECENT_QUESTIONS:
+        _recent.popitem(last=False)
+    return literal
 
 
 def _build_state(embedder: Embedder | None, state: Coverage, vectored: bool) -> str:
