@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
     parser.add_argument("--parent", type=int, required=True, help="the server's process id")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # while starting: the server stops us anyway
     log_to_stderr()
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, 0, LOWEST_PRIORITY)
