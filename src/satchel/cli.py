@@ -115,6 +115,9 @@ def serve(
     if role not in ("all", "api", "worker"):
         errors.print(f"[red]--role must be all, api or worker, not {role!r}[/red]")
         raise typer.Exit(2)
+    from satchel.memory.threads import one_thread_each
+
+    one_thread_each()
     from satchel.memory.formation.model import HostNotAllowed
     from satchel.memory.server import ServeError, work
     from satchel.memory.server import serve as run
