@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ from memory_kit import free_port
 
 SATCHEL = Path(sys.executable).with_name("satchel")
 WORKER_MODULE = "satchel.memory.worker_process"
+SERVED: list[Served] = []  # every server started, so a failed test's are ended too
 
 
 def environment(database_url: str | None) -> dict[str, str]:
@@ -64,6 +66,8 @@ class Served:
                 stderr=subprocess.STDOUT,
                 start_new_session=own_group,
             )
+        self.own_group = own_group
+        SERVED.append(self)
 
     def output(self) -> str:
         return self.log.read_text()
@@ -210,8 +214,23 @@ def embedded_url(data_dir: Path) -> str:
     return url
 
 
+def end_served(data_dir: Path) -> None:
+    """SIGKILL every server started on `data_dir` that still runs (a failed test leaves some)."""
+    for server in SERVED:
+        if server.data_dir != data_dir or server.process.poll() is not None:
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            if server.own_group:
+                os.killpg(server.process.pid, signal.SIGKILL)
+            else:
+                os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait(timeout=30)
+
+
 def stop_embedded(data_dir: Path) -> None:
-    """Fast-stop the embedded PostgreSQL of `data_dir` (a crashed server leaves it running)."""
+    """End what a test left running on `data_dir`: its servers, then its embedded PostgreSQL
+    (fast stop; a crashed server leaves it running)."""
+    end_served(data_dir)
     pid = embedded_postmaster(data_dir)
     if pid is None:
         return

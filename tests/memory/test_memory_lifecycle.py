@@ -186,8 +186,8 @@ def test_the_access_log_can_be_turned_off(live_server: LiveServer, data_dir: Pat
             answer = httpx.get(server.base_url + "/health")
             assert re.fullmatch(r"[0-9a-f]{32}", answer.headers["x-request-id"])
     finally:
-        for server in (quiet, flagged):
-            assert server.stop(signal.SIGTERM) == 0
+        statuses = [server.stop(signal.SIGTERM) for server in (quiet, flagged)]
+    assert statuses == [0, 0]
     for server in (quiet, flagged):
         assert "satchel.memory.access" not in server.output()
         assert running(server.process.pid) is False
