@@ -2,9 +2,10 @@
 
 A body is one JSON object of at most 1 MiB, valid UTF-8 (no lone surrogates), nested at most 128
 deep, with no duplicate keys (also after case folding), no NaN or Infinity, and integers that fit
-in 64 bits. Anything else is 400 `invalid_body`, saying what was wrong. Field names match in any
-case, as for the reference server's decoder. The body then goes through the route's request
-model, whose refusals name the field (see `errors.refusal`).
+in 64 bits (an integral number such as 8.0 or 1e2 is an integer, as JSON Schema counts it).
+Anything else is 400 `invalid_body`, saying what was wrong. Field names match in any case, as for
+the reference server's decoder. The body then goes through the route's request model, whose
+refusals name the field (see `errors.refusal`).
 Authentication, admission and the read-only check run before the body is read; a body that has
 not arrived within the `body_timeout` setting is 408 `invalid_body`, and its slot is released.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable, Coroutine
+from decimal import Decimal
 from typing import Any, Literal
 
 from fastapi import Request, Response
@@ -58,6 +61,22 @@ def _int64(text: str) -> int:
     return value
 
 
+def _number(text: str) -> int | float:
+    """A number with a fraction or exponent; an integral one (8.0, 1e2) is an integer, as JSON
+    Schema counts it."""
+    try:
+        exact = Decimal(text)
+        integral = exact.is_finite() and exact == exact.to_integral_value()
+    except ArithmeticError:
+        raise ValueError(f"the number {text[:24]} is out of range") from None
+    if integral and abs(exact.adjusted()) <= 19:
+        return _int64(str(int(exact)))
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:24]} is out of range")
+    return value
+
+
 def _too_deep(value: Any) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -85,7 +104,11 @@ def decode_body(raw: bytes) -> dict[str, Any]:
         raise invalid_body("the request body is not valid UTF-8") from None
     try:
         value = json.loads(
-            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_int64
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_constant,
+            parse_int=_int64,
+            parse_float=_number,
         )
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except _Duplicate as duplicate:

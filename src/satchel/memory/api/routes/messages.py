@@ -25,7 +25,7 @@ router = APIRouter(route_class=StrictRoute)
 
 MAX_WINDOW_BYTES = 4096
 MIN_WINDOW_BYTES = 4  # one whole UTF-8 character always fits
-DIGEST = "^(?:[0-9a-f]{64})?$"
+DIGEST = "^[0-9a-f]{64}$"
 
 
 class MessageRequest(Body):
@@ -46,9 +46,13 @@ class MessageRequest(Body):
     byte_limit: Annotated[int, Field(ge=MIN_WINDOW_BYTES, le=MAX_WINDOW_BYTES)] | None = Field(
         default=None, description=f"the window's size; default {MAX_WINDOW_BYTES}"
     )
-    expected_digest: Annotated[str, Field(pattern=DIGEST)] | None = Field(
+    expected_digest: (
+        Annotated[str, Field(pattern="^(?:[0-9a-f]{64})?$", json_schema_extra={"pattern": DIGEST})]
+        | None
+    ) = Field(
         default=None,
-        description="the first window's content_digest (64 lowercase hex); required past byte 0",
+        description="the first window's content_digest (64 lowercase hex); required past byte 0;"
+        " empty counts as absent",
     )
 
 

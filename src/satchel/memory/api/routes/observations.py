@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from satchel.memory.api.bodies import REQUIRED_BODY, Answer, Body, Text, Timestamp, Uuid
 from satchel.memory.api.errors import ApiError
@@ -37,7 +37,38 @@ class ObservedMessage(Body):
     occurred_at: Timestamp | None = Field(default=None, description="defaults to the turn's")
 
 
+# Group ordinals on every message, or on none and then no tool message. That they start at 0 and
+# rise by 0 or 1 is beyond what a JSON Schema can say; the field's description says it.
+GROUPED: dict[str, Any] = {
+    "anyOf": [
+        {
+            "properties": {
+                "messages": {
+                    "items": {
+                        "required": ["group_ordinal"],
+                        "properties": {"group_ordinal": {"type": "integer"}},
+                    }
+                }
+            }
+        },
+        {
+            "properties": {
+                "messages": {
+                    "items": {
+                        "properties": {"group_ordinal": {"type": "null"}},
+                        "not": {"required": ["role"], "properties": {"role": {"const": "tool"}}},
+                    }
+                }
+            }
+        },
+    ]
+}
+
+
 class Observation(Body):
+    """One turn: its messages in order, with group ordinals on all of them or on none."""
+
+    model_config = ConfigDict(json_schema_extra=GROUPED)
     refusal: ClassVar[str] = "invalid_turn"
 
     idempotency_key: Annotated[str, Uuid(empty=True)] | None = Field(
