@@ -52,30 +52,20 @@ class Scope:
     roles: tuple[str, ...] = ()
     turns_only: bool = False
 
-    def where(self) -> tuple[sql.Composable, list[Any]]:
-        clause: sql.Composable = sql.SQL("m.project_id = %s")
+    def where(self, table: str = "m", kind: bool = True) -> tuple[sql.Composable, list[Any]]:
+        """The scope as a condition over `table` (`messages m`, or `message_vectors v`, which
+        carries the message's scope columns); `kind=False` leaves turns-only to the caller."""
+        name = sql.Identifier(table)
+        clause: sql.Composable = sql.SQL("{}.project_id = %s").format(name)
         params: list[Any] = [self.project_id]
         if self.subject:
-            clause = sql.SQL("{} AND m.data_subject_id = %s").format(clause)
+            clause = sql.SQL("{} AND {}.data_subject_id = %s").format(clause, name)
             params.append(self.subject)
         if self.roles:
-            clause = sql.SQL("{} AND m.role = ANY(%s)").format(clause)
+            clause = sql.SQL("{} AND {}.role = ANY(%s)").format(clause, name)
             params.append(list(self.roles))
-        if self.turns_only:
-            clause = sql.SQL("{} AND m.turn").format(clause)
-        return clause, params
-
-    def vector_where(self) -> tuple[sql.Composable, list[Any]]:
-        """The same scope over `message_vectors v`, which carries the message's scope columns
-        (whether it is a turn's decides the index, so the caller says it)."""
-        clause: sql.Composable = sql.SQL("v.project_id = %s")
-        params: list[Any] = [self.project_id]
-        if self.subject:
-            clause = sql.SQL("{} AND v.data_subject_id = %s").format(clause)
-            params.append(self.subject)
-        if self.roles:
-            clause = sql.SQL("{} AND v.role = ANY(%s)").format(clause)
-            params.append(list(self.roles))
+        if self.turns_only and kind:
+            clause = sql.SQL("{} AND {}.turn").format(clause, name)
         return clause, params
 
 
@@ -228,7 +218,7 @@ def _idf(total: int, frequency: int) -> float:
 
 async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> Ranking:
     """Up to `count` embedded messages nearest to `vector`, with their cosine similarity (HNSW)."""
-    where, params = scope.vector_where()
+    where, params = scope.where("v", kind=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
         " FROM message_vectors v WHERE {} AND {} ORDER BY distance LIMIT %s)"
