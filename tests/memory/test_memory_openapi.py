@@ -99,3 +99,102 @@ def test_request_schemas_forbid_additional_properties(spec: dict[str, Any]) -> N
         for found in objects(spec, schema, set()):
             assert found.get("additionalProperties") is False, (path, found.get("title"))
     assert bodies == sum(1 for _, methods, _ in served(memory_app()) if "POST" in methods)
+
+
+def request_schema(spec: dict[str, Any], path: str) -> dict[str, Any]:
+    body = spec["paths"][path]["post"]["requestBody"]
+    assert body["required"] is True, path
+    return resolve(spec, body["content"]["application/json"]["schema"])
+
+
+def leaves(
+    spec: dict[str, Any], schema: dict[str, Any], seen: set[int]
+) -> Iterator[dict[str, Any]]:
+    """Every scalar or array schema a request schema holds (the null of `X | None` aside)."""
+    schema = resolve(spec, schema)
+    if id(schema) in seen:
+        return
+    seen.add(id(schema))
+    if "properties" in schema:
+        for child in schema["properties"].values():
+            yield from leaves(spec, child, seen)
+        return
+    if "anyOf" in schema and "type" not in schema:
+        for branch in schema["anyOf"]:
+            if branch != {"type": "null"}:
+                yield from leaves(spec, branch, seen)
+        return
+    yield schema
+    if isinstance(schema.get("items"), dict):
+        yield from leaves(spec, schema["items"], seen)
+
+
+def test_request_fields_are_typed_and_bounded(spec: dict[str, Any]) -> None:
+    """No request field is left open: strings are enums, UUIDs, timestamps, base64 or patterns
+    that exclude NUL; integers and arrays have both bounds."""
+    for path, method, _ in operations(spec):
+        if method != "POST":
+            continue
+        for leaf in leaves(spec, request_schema(spec, path), set()):
+            kind = leaf.get("type")
+            assert kind in ("string", "integer", "boolean", "array"), (path, leaf)
+            if kind == "string":
+                assert (
+                    "enum" in leaf
+                    or leaf.get("format") in ("uuid", "date-time")
+                    or leaf.get("contentEncoding") == "base64"
+                    or "\\u0000" in leaf.get("pattern", "")
+                    or leaf.get("pattern") == "^[0-9a-f]{64}$"
+                ), (path, leaf)
+            if kind == "integer":
+                assert "minimum" in leaf and "maximum" in leaf, (path, leaf)
+            if kind == "array":
+                assert "maxItems" in leaf, (path, leaf)
+
+
+REQUIRED = {
+    "/v1/observations": {"messages"},
+    "/v1/recalls": {"question"},
+    "/v1/contexts": {"data_subject_id"},
+    "/v1/passages/search": {"question"},
+    "/v1/messages/get": {"chunk_id"},
+    "/v1/records/assert": {"records"},
+    "/v1/records/correct": {"records"},
+    "/v1/records/retract": {"records"},
+    "/v1/records/history": {"id"},
+    "/v1/citations/resolve": {"id"},
+    "/v1/artifacts/put": {"id", "data_subject_id", "kind", "content"},
+    "/v1/artifacts/get": {"id"},
+    "/v1/artifacts/delete": {"id", "expected_version"},
+    "/v1/subjects/register": {"idempotency_key"},
+    "/v1/subjects/update": {"id", "expected_version"},
+}
+EXACTLY_ONE = {
+    "/v1/erasures": ["data_subject_id", "source_observation_ids"],
+    "/v1/exports": ["data_subject_id", "source_observation_ids"],
+    "/v1/subjects/get": ["id", "external_reference"],
+}
+
+
+def test_required_and_exclusive_fields_are_declared(spec: dict[str, Any]) -> None:
+    for path, method, _ in operations(spec):
+        if method != "POST":
+            continue
+        schema = request_schema(spec, path)
+        assert set(schema.get("required", [])) == REQUIRED.get(path, set()), path
+        branches = [branch["required"] for branch in schema.get("oneOf", [])]
+        assert branches == [[name] for name in EXACTLY_ONE.get(path, [])], path
+
+
+def test_the_turn_schema_states_the_turn_limits(spec: dict[str, Any]) -> None:
+    turn = request_schema(spec, "/v1/observations")
+    messages = turn["properties"]["messages"]
+    assert (messages["minItems"], messages["maxItems"]) == (1, 64)
+    message = resolve(spec, messages["items"])
+    assert set(message["required"]) == {"role", "content"}
+    assert message["properties"]["role"]["enum"] == ["user", "assistant", "system", "tool"]
+    assert message["properties"]["content"]["maxLength"] == 65_536
+    assert message["properties"]["content"]["x-max-utf8-bytes"] == 65_536
+    assert turn["properties"]["idempotency_key"]["anyOf"][0]["format"] == "uuid"
+    assert turn["properties"]["occurred_at"]["anyOf"][0]["format"] == "date-time"
+    assert len(turn["anyOf"]) == 2  # group ordinals on every message, or none and no tool
