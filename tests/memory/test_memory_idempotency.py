@@ -1,4 +1,5 @@
-"""Idempotent observation: one key, one turn, the first receipt; contiguous offsets under load."""
+"""Idempotent observation: one key, one turn, the first receipt; contiguous offsets under load;
+and a state machine of retries, reuses and erasures against the contract's model."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from typing import Any
 
 import httpx
 import psycopg
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 from memory_kit import LiveServer
 
 TURN = [
@@ -163,3 +173,98 @@ def test_offsets_stay_contiguous_per_project_under_concurrency(live_server: Live
         mine = sorted(offset for name, offset in answered if name == project)
         assert mine == list(range(3 * per_worker))
         assert offsets(live_server.database_url, project) == mine
+
+
+TURNS = [
+    (None, (("user", "I moved to Galway."),)),
+    ("ann", (("user", "I moved to Galway."),)),
+    ("ann", (("user", "I moved to Galway."), ("assistant", "Noted."))),
+    ("ann", (("user", "I moved to Cork."),)),
+]
+TIMES = [None, "2020-01-01T00:00:00+02:00", "2001-02-03T04:05:06Z"]
+
+
+class Retries(RuleBasedStateMachine):
+    """A client retrying, reusing and erasing keys against the model of the contract: a key's
+    first turn gives its receipt for ever, other content under it (or any after its erasure) is
+    409, and every stored turn takes the next offset, none reused."""
+
+    server: LiveServer
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.http = authorized(self.server, f"p{uuid.uuid4().hex[:12]}")
+        self.keys: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (turn, receipt)
+        self.erased: set[str] = set()
+        self.appended = 0
+
+    keys_made = Bundle("keys_made")
+
+    def post(self, key: str | None, turn: int, when: str | None) -> httpx.Response:
+        subject, said = TURNS[turn]
+        body: dict[str, Any] = {"messages": [{"role": r, "content": c} for r, c in said]}
+        if key is not None:
+            body["idempotency_key"] = key
+        if subject is not None:
+            body["data_subject_id"] = subject
+        if when is not None:
+            body["occurred_at"] = when
+        return self.http.post("/v1/observations", json=body)
+
+    def stored_new(self, answer: httpx.Response) -> dict[str, Any]:
+        assert answer.status_code == 201, answer.text
+        receipt: dict[str, Any] = answer.json()
+        assert receipt["log_offset"] == self.appended
+        self.appended += 1
+        return receipt
+
+    @rule(target=keys_made, turn=st.integers(0, len(TURNS) - 1), when=st.sampled_from(TIMES))
+    def observe_with_a_new_key(self, turn: int, when: str | None) -> str:
+        key = str(uuid.uuid4())
+        self.keys[key] = (turn, self.stored_new(self.post(key, turn, when)))
+        return key
+
+    @rule(
+        key=keys_made,
+        turn=st.integers(0, len(TURNS) - 1),
+        when=st.sampled_from(TIMES),
+        upper=st.booleans(),
+    )
+    def retry(self, key: str, turn: int, when: str | None, upper: bool) -> None:
+        answer = self.post(key.upper() if upper else key, turn, when)
+        first, receipt = self.keys[key]
+        if key in self.erased or turn != first:
+            assert answer.status_code == 409, answer.text
+            assert answer.json()["error"]["code"] == "idempotency_conflict"
+        else:
+            assert answer.status_code == 201
+            assert answer.json() == receipt
+
+    @rule(turn=st.integers(0, len(TURNS) - 1))
+    def observe_without_a_key(self, turn: int) -> None:
+        self.stored_new(self.post(None, turn, None))
+
+    @rule(key=keys_made)
+    def erase(self, key: str) -> None:
+        receipt = self.keys[key][1]
+        answer = self.http.post("/v1/erasures", json={"source_observation_ids": [receipt["id"]]})
+        assert answer.status_code == 200, answer.text
+        self.erased.add(key)
+
+    @invariant()
+    def the_log_is_contiguous(self) -> None:
+        stored = self.http.get("/v1/freshness").json()["stored"]
+        assert stored == (self.appended - 1 if self.appended else None)
+
+    def teardown(self) -> None:
+        self.http.close()
+
+
+def test_retries_follow_the_contract(live_server: LiveServer) -> None:
+    Retries.server = live_server
+    run_state_machine_as_test(
+        Retries,
+        settings=settings(
+            max_examples=15, stateful_step_count=12, deadline=None, derandomize=True, database=None
+        ),
+    )
