@@ -1,19 +1,26 @@
 """Latency and throughput of the memory deployment against the design's targets.
 
 Starts its own embedded PostgreSQL in a temporary directory and `satchel serve` on a loopback
-port (a separate process, as deployed), then measures over HTTP with keep-alive connections:
+port (a separate process, as a user runs it: worker on, access log on), then measures over HTTP
+with keep-alive connections:
 
 * observe: one client posting turns one after another (p50, p95 in ms), then 8 concurrent
-  clients (turns/s over the whole run);
-* recall at 100k facts: facts loaded in bulk with COPY, row for row what `records/assert`
-  writes (a curated source turn and its message, entities and the observations naming them,
-  the fact and its evidence), then 1-hop questions naming one person (p50, p95);
+  clients (turns/s over the whole run), while the worker counts and embeds what they write;
+  the table says how far it had got when the writes ended;
+* recall at 100k facts and 100k stored messages: facts loaded in bulk with COPY, row for row what
+  `records/assert` writes (a curated source turn and its message, entities and the observations
+  naming them, the fact and its evidence), and 50k observed turns of 200 people (see
+  `_corpus.py`: real MiniLM vectors of 2,000 distinct sentences, jittered), indexed and counted as
+  the worker leaves them; then 1-hop questions naming one person, default surfaces (facts and
+  passages) (p50, p95);
+* passage search over the same 200k messages, distinct questions (p50, p95);
 * contexts for a subject with 10k formed turns (p95), once with only the turns and once with
   the segments a formation worker would have written over them (levels 1..4, 8 per parent).
 
 The table shows each figure beside its target; the last line printed is one JSON object with
 `observe_p50_ms`, `observe_p95_ms`, `observe_8_clients_per_s`, `recall_p50_ms`,
-`recall_p95_ms` and `contexts_p95_ms` (the worse of the two context rows).
+`recall_p95_ms`, `passages_p95_ms`, `contexts_p95_ms` (the worse of the two context rows) and
+`passages_p50_ms`.
 """
 
 from __future__ import annotations
