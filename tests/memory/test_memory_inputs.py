@@ -603,6 +603,13 @@ FOUND_REFUSED = [
     ),
     pytest.param(
         "/v1/messages/get",
+        {"chunk_id": U, "byte_start": 5_420.0, "expected_digest": None},
+        "invalid_message_window",
+        "expected_digest: is required past byte 0",
+        id="null-digest-past-0",
+    ),
+    pytest.param(
+        "/v1/messages/get",
         {"chunk_id": U, "byte_start": 25_167, "expected_digest": ""},
         "invalid_message_window",
         "expected_digest: is required past byte 0",

@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 EXAMPLES = 30  # per operation, of schema-valid requests
-INVALID_EXAMPLES = 15  # per operation, of schema-invalid ones
+INVALID_EXAMPLES = 10  # per operation, of schema-invalid ones
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

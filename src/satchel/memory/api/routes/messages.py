@@ -34,7 +34,10 @@ class MessageRequest(Body):
     model_config = ConfigDict(
         json_schema_extra={
             "if": {"properties": {"byte_start": {"minimum": 1}}, "required": ["byte_start"]},
-            "then": {"required": ["expected_digest"]},
+            "then": {
+                "required": ["expected_digest"],
+                "properties": {"expected_digest": {"type": "string"}},
+            },
         }
     )
     refusal: ClassVar[str] = "invalid_message_window"
