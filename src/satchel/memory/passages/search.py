@@ -11,7 +11,7 @@ import hashlib
 import math
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,6 +36,7 @@ NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a mess
 SESSION_WEIGHT = 0.7  # share of its session's score (the best messages said at the same time)
 SESSION_TOP = 4  # how many of a session's best messages its score averages
 COMMON_SHARE = 0.2  # a word in more of the scope's messages than this is not embedded
+MAX_TEXT_MATCHES = 5_000  # messages full text reads for a question (see `_seeking`)
 PERIOD_WEIGHT = 0.2  # what being said in a period the question names adds
 PERIOD_SLACK = timedelta(days=3)  # how far around a named period still counts
 RECENT_QUESTIONS = 256  # question vectors remembered, newest last
@@ -141,6 +142,7 @@ class Terms:
 
     weights: list[tuple[str, float]]
     focused: str
+    matches: list[int] = field(default_factory=list)  # each weighted lexeme's scope count
 
 
 async def question_terms(conn: Conn, scope: Scope, question: str, counted: int) -> Terms:
@@ -170,14 +172,15 @@ async def question_terms(conn: Conn, scope: Scope, question: str, counted: int) 
         counted,
     )
     total, holding = found.total, found.frequencies
-    weights = []
+    weights, matches = [], []
     for lexeme, frequency in zip(lexemes, holding, strict=True):
         idf = _idf(total, frequency)
         if frequency and idf > 0:
             weights.append((tsquery_lexeme(lexeme), idf))
+            matches.append(frequency)
     common = {x for x, f in zip(lexemes, holding, strict=True) if f > COMMON_SHARE * total}
     kept = [w for w, found in zip(words, per_word, strict=True) if not found or set(found) - common]
-    return Terms(weights, " ".join(kept) or question)
+    return Terms(weights, " ".join(kept) or question, matches)
 
 
 async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ranking:
@@ -195,7 +198,7 @@ async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ra
         "  FROM (SELECT m.id, m.observation_id, m.ordinal, ({matched}) AS weight,"
         "  greatest(length(m.search_text), 1) AS dl,"
         "  avg(greatest(length(m.search_text), 1)) OVER () AS avgdl"
-        "  FROM messages m WHERE {where} AND m.search_text @@ %s::tsquery) s),"
+        "  FROM messages m WHERE {where} AND {found}) s),"
         # Only the best `count` scores and their ties need their place in the log.
         " cut AS (SELECT score FROM scored ORDER BY score DESC OFFSET %s LIMIT 1)"
         " SELECT s.id, s.score FROM scored s"
@@ -203,13 +206,38 @@ async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ra
         " ORDER BY s.score DESC,"
         " (SELECT o.log_offset FROM observations o WHERE o.id = s.observation_id) DESC,"
         " s.ordinal LIMIT %s"
-    ).format(matched=matched, where=where)
-    any_term = " | ".join(quoted for quoted, _ in weights)
+    ).format(matched=matched, where=where, found=_found(scope))
+    any_term = " | ".join(_seeking(terms))
     values: list[Any] = [K1 + 1, K1, B, B]
     values += [value for pair in weights for value in pair]
-    values += [*params, any_term, max(count - 1, 0), count]
+    values += [*params, *[any_term] * (1 if scope.turns_only else 2), max(count - 1, 0), count]
     cursor = await conn.execute(query, values)
     return [(row[0], float(row[1])) for row in await cursor.fetchall()]
+
+
+def _seeking(terms: Terms) -> list[str]:
+    """The lexemes whose messages are read: the rarest first, while they hold at most
+    `MAX_TEXT_MATCHES` messages together (the rarest always). A message holding only the commoner
+    ones scores too little to rank, and reading them all would cost a scan of the scope."""
+    order = sorted(range(len(terms.weights)), key=lambda i: (terms.matches[i], i))
+    chosen: list[str] = []
+    seen = 0
+    for index in order:
+        if chosen and seen + terms.matches[index] > MAX_TEXT_MATCHES:
+            break
+        chosen.append(terms.weights[index][0])
+        seen += terms.matches[index]
+    return chosen
+
+
+def _found(scope: Scope) -> sql.Composable:
+    """The full-text match, written so each of the two indexes (turns, the rest) can serve it."""
+    if scope.turns_only:
+        return sql.SQL("m.search_text @@ %s::tsquery")
+    return sql.SQL(
+        "((m.turn AND m.search_text @@ %s::tsquery)"
+        " OR (NOT m.turn AND m.search_text @@ %s::tsquery))"
+    )
 
 
 def _idf(total: int, frequency: int) -> float:

@@ -5,6 +5,11 @@
 ALTER TABLE messages ADD COLUMN turn boolean NOT NULL DEFAULT true;
 UPDATE messages m SET turn = false FROM observations o
 WHERE o.id = m.observation_id AND o.kind <> 'turn';
+-- Full text in two indexes, turns and the rest, for the same reason as the vectors below: a
+-- search of turns never reads the curated statements that hold the same words.
+DROP INDEX messages_search;
+CREATE INDEX messages_search_turns ON messages USING gin (search_text) WHERE turn;
+CREATE INDEX messages_search_other ON messages USING gin (search_text) WHERE NOT turn;
 --
 -- Vectors move to a table of their own (with the message's scope columns, which never change, so
 -- a filtered nearest-neighbour scan needs no join), which leaves the messages heap narrow for the
