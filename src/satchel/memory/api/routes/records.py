@@ -91,6 +91,12 @@ UNRESOLVABLE = frozenset(
 )
 
 
+# A subject that is one of those words, in any case and spacing (as `normalize` reads it).
+STAND_INS = (
+    "^\\s*(?:"
+    + "|".join("".join(f"[{c}{c.upper()}]" for c in word) for word in sorted(UNRESOLVABLE))
+    + ")\\s*$"
+)
 Predicate = Literal[PREDICATES]  # type: ignore[valid-type]
 RecordId = Annotated[str, Uuid(nil=False)]
 Version = Annotated[str, Uuid(nil=False)]
@@ -101,7 +107,10 @@ Statement = Annotated[str, Text(MAX_STATEMENT_BYTES)]
 class AssertItem(Body):
     idempotency_key: Annotated[str, Uuid()] = Field(description="one UUID per record")
     data_subject_id: Annotated[str, Text(MAX_SUBJECT_ID_BYTES, blank="empty")] | None = None
-    subject: Name = Field(description="whom or what it is about; not a pronoun")
+    subject: Name = Field(
+        description="whom or what it is about; not a word that only stands in for someone",
+        json_schema_extra={"not": {"pattern": STAND_INS}},
+    )
     predicate: Predicate
     object: Name
     statement: Statement
