@@ -147,6 +147,17 @@ class StopSignals:
             self.on_stop(force)
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (a dependency except on Windows), else None
+    (asyncio's own)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def serve(
     settings: MemorySettings,
     host: str,
@@ -178,7 +189,10 @@ def serve(
         except OSError as exc:
             raise _bind_error(host, port, exc) from None
         address = _address(host, listener)
-        asyncio.run(_serve(url, settings, listener, signals, address, announce, with_worker))
+        asyncio.run(
+            _serve(url, settings, listener, signals, address, announce, with_worker),
+            loop_factory=event_loop_factory(),
+        )
 
 
 def _address(host: str, listener: socket.socket) -> str:

@@ -127,7 +127,7 @@ class Gate:
         return release
 
 
-def current_grant(request: Request) -> Grant:
-    """FastAPI dependency: the grant the gate established."""
+async def current_grant(request: Request) -> Grant:
+    """FastAPI dependency: the grant the gate established (async, so no thread is borrowed)."""
     grant: Grant = request.state.grant
     return grant
