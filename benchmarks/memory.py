@@ -421,7 +421,12 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
         loaded = load_facts(url, recall_project, args.facts, args.seed)
         notes["recall load"] = f"{args.facts} facts by COPY in {loaded.seconds:.1f} s"
         spent = load_conversations(
-            url, recall_project, args.facts, args.messages, load_embedder(EmbeddingSettings()), 7
+            url,
+            recall_project,
+            args.facts,
+            args.messages,
+            load_embedder(EmbeddingSettings()),
+            args.seed,
         )
         notes["passages load"] = f"{args.messages} messages, vectors and index in {spent:.1f} s"
         spent = load_turns(url, contexts_project, "long-history", args.turns, segments=False)
