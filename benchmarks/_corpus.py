@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,6 +45,7 @@ WHEN = ["last week", "yesterday", "in March", "this spring", "two years ago", "o
 TAILS = ["again.", "finally.", "at last.", "honestly!", "apparently.", "as planned.", "for now."]
 REPLY = "That sounds lovely; tell me how it goes with {person}."
 SUBJECTS = 200
+POOL = 2_000  # distinct sentences embedded for real, for turns and for statements each
 NOISE = 0.03
 
 
@@ -70,7 +72,7 @@ def load_conversations(
     `first_offset`, formed and indexed as the worker leaves them; the seconds spent."""
     began = time.perf_counter()
     rng = random.Random(seed)
-    pool = sentences(2_000, rng)
+    pool = sentences(POOL, rng)
     vectors = embedder.embed(pool)
     noise = np.random.default_rng(seed)
     now = datetime.now(UTC)
@@ -146,7 +148,7 @@ def _embed_the_rest(
     conn: psycopg.Connection[Any], project_id: int, embedder: Embedder, noise: np.random.Generator
 ) -> None:
     """Vectors for the project's other messages (the facts' curated sources): each takes the
-    real vector of a sampled message with the same verb, jittered."""
+    real vector of a statement saying the same thing, jittered."""
     rows = conn.execute(
         "SELECT m.id, m.data_subject_id, m.role, m.content FROM messages m WHERE m.project_id = %s"
         " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id)",
@@ -154,23 +156,33 @@ def _embed_the_rest(
     ).fetchall()
     if not rows:
         return
-    verb: dict[str, str] = {}
+    # The 2,000 most common things said about people get vectors of their own; the rarer ones
+    # (who knows whom) share the vector of their verb.
+    said = Counter(_said(content) for *_, content in rows)
+    own = {key for key, _ in said.most_common(POOL)}
+    example: dict[str, str] = {}
     for *_, content in rows:
-        verb.setdefault(_verb(content), content)
-    keys = sorted(verb)
-    real = dict(zip(keys, embedder.embed([verb[k] for k in keys]), strict=True))
+        example.setdefault(_key(content, own), content)
+    keys = sorted(example)
+    real = dict(zip(keys, embedder.embed([example[k] for k in keys]), strict=True))
     jittered = []
     for message, subject, role, content in rows:
-        jitter = real[_verb(content)] + noise.normal(0.0, NOISE, DIMENSIONS).astype(np.float32)
+        jitter = real[_key(content, own)] + noise.normal(0.0, NOISE, DIMENSIONS).astype(np.float32)
         jittered.append(
             (message, project_id, subject, role, False, jitter / np.linalg.norm(jitter))
         )
     _vectors(conn, jittered)
 
 
-def _verb(content: str) -> str:
-    """The two words after a fact statement's three names (`works at`, `knows Aoife`)."""
-    return " ".join(content.split()[3:5])
+def _said(content: str) -> str:
+    """What a fact statement says after the person's three names (`works at Company 12.`)."""
+    return " ".join(content.split()[3:])
+
+
+def _key(content: str, own: set[str]) -> str:
+    """The statement's own key when it is common, else its verb (`knows Aoife`)."""
+    said = _said(content)
+    return said if said in own else " ".join(content.split()[3:5])
 
 
 def _copy(conn: psycopg.Connection[Any], target: str, rows: list[tuple[Any, ...]]) -> None:
