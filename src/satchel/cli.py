@@ -84,9 +84,13 @@ DataDir = Annotated[
 
 
 def _memory_settings(data_dir: Path | None) -> MemorySettings:
-    from satchel.memory.config import MemorySettings
+    from satchel.memory.config import MemorySettings, SettingError
 
-    return MemorySettings.from_env(data_dir=data_dir)
+    try:
+        return MemorySettings.from_env(data_dir=data_dir)
+    except SettingError as exc:
+        Console(stderr=True).print(f"[red]{exc}[/red]", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()

@@ -165,3 +165,21 @@ def test_serve_refuses_an_unknown_role(data_dir: Path) -> None:
         "serve", "--role", "nonsense", "--data-dir", str(data_dir), env=environment(None)
     )
     assert result.returncode == 2
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "inf"])
+def test_a_bad_body_timeout_is_refused_by_name_before_anything_starts(
+    data_dir: Path, value: str
+) -> None:
+    env = {**environment(None), "SATCHEL_BODY_TIMEOUT": value}
+    result = satchel("serve", "--data-dir", str(data_dir), "--port", "1", env=env, timeout=60)
+    assert result.returncode == 2
+    assert "SATCHEL_BODY_TIMEOUT" in result.stderr and repr(value) in result.stderr
+    assert not data_dir.exists()
+
+
+def test_the_body_timeout_is_read_from_the_environment() -> None:
+    from satchel.memory.config import MemorySettings
+
+    assert MemorySettings.from_env({"SATCHEL_BODY_TIMEOUT": "2.5"}).body_timeout == 2.5
+    assert MemorySettings.from_env({}).body_timeout == MemorySettings().body_timeout

@@ -9,6 +9,7 @@ from pathlib import Path
 
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "satchel"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_BODY_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class MemorySettings:
     formation_attempts: int = 6
     formation_batch: int = 64
     worker_poll: float = 1.0
-    body_timeout: float = 10.0  # seconds a request body may take to arrive once admitted
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds a request body may take to arrive once admitted
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
@@ -65,7 +66,26 @@ class MemorySettings:
             data_dir=Path(folder).expanduser(),
             database_url=env.get("SATCHEL_DATABASE_URL") or None,
             formation=formation_from_env(env),
+            body_timeout=_seconds(env, "SATCHEL_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
         )
+
+
+class SettingError(ValueError):
+    """A `SATCHEL_*` variable holds a value the service cannot use."""
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of seconds from `env[name]`, or `default` when it is unset."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingError(f"{name} must be a number of seconds, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise SettingError(f"{name} must be a positive number of seconds, not {text!r}")
+    return value
 
 
 def formation_from_env(env: Mapping[str, str]) -> ModelClientSettings | None:
