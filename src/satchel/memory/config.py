@@ -50,7 +50,7 @@ class MemorySettings:
     formation_attempts: int = 6
     formation_batch: int = 64
     worker_poll: float = 1.0
-    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds a request body may take to arrive once admitted
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds an admitted request's body may take
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
