@@ -18,6 +18,12 @@ from psycopg import sql
 
 from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
 from satchel.memory.passages.index import index_passages
+from satchel.memory.passages.search import (
+    NEIGHBOUR_WEIGHT,
+    SESSION_TOP,
+    SESSION_WEIGHT,
+    with_neighbours,
+)
 from satchel.memory.store.terms import count_terms, frequencies
 
 EDGE_QUESTIONS = [
@@ -243,3 +249,106 @@ def test_counts_plus_the_uncounted_tail_equal_a_full_count(
                 answer = client.post("/v1/erasures", json={"source_observation_ids": [chosen]})
                 assert answer.status_code == 200, answer.text
             asyncio.run(check())
+
+
+# ---- neighbours ----------------------------------------------------------------------------
+
+LOG = [
+    ("ann", ["first thing", "second thing"]),
+    ("ben", ["ben alone"]),
+    ("ann", ["third thing"]),
+    (None, ["nobody one", "nobody two"]),
+    ("ann", "artifact"),  # an observation of ann's with no messages
+    ("ann", ["after the artifact", "and its reply", "and more"]),
+    ("ben", ["ben again"]),
+]
+
+
+@pytest.fixture
+def logged(live_server: LiveServer, beta: httpx.Client) -> list[tuple[str, str | None, int, int]]:
+    """The log above, stored; every message as (id, subject, log offset, ordinal)."""
+    for subject, said in LOG:
+        if said == "artifact":
+            body = {"id": str(uuid.uuid4()), "data_subject_id": subject, "kind": "state"}
+            body["content"] = "AA=="
+            assert beta.post("/v1/artifacts/put", json=body).status_code == 200
+            continue
+        turn: dict[str, Any] = {"messages": [{"role": "user", "content": text} for text in said]}
+        if subject:
+            turn["data_subject_id"] = subject
+        assert beta.post("/v1/observations", json=turn).status_code == 201
+    with psycopg.connect(live_server.database_url) as conn:
+        rows = conn.execute(
+            "SELECT m.id, o.data_subject_id, o.log_offset, m.ordinal FROM messages m"
+            " JOIN observations o ON o.id = m.observation_id ORDER BY o.log_offset, m.ordinal"
+        ).fetchall()
+    return [(str(row[0]), row[1], row[2], row[3]) for row in rows]
+
+
+def said_around(
+    log: list[tuple[str, str | None, int, int]], url: str
+) -> dict[str, tuple[str | None, str | None]]:
+    """Each message's neighbours by the rule, from the whole log: the next message of its
+    turn, or the last message of its subject's previous turn and the first of its next."""
+    with psycopg.connect(url) as conn:
+        turns = conn.execute(
+            "SELECT data_subject_id, log_offset FROM observations ORDER BY log_offset"
+        ).fetchall()
+    around: dict[str, tuple[str | None, str | None]] = {}
+    for chunk, subject, offset, ordinal in log:
+        same = [m for m in log if m[2] == offset]
+        before = next((m[0] for m in same if m[3] == ordinal - 1), None)
+        after = next((m[0] for m in same if m[3] == ordinal + 1), None)
+        if subject is not None:
+            mine = [t[1] for t in turns if t[0] == subject]
+            place = mine.index(offset)
+            if before is None and place > 0:
+                earlier = [m for m in log if m[2] == mine[place - 1]]
+                before = earlier[-1][0] if earlier else None
+            if after is None and place + 1 < len(mine):
+                later = [m for m in log if m[2] == mine[place + 1]]
+                after = later[0][0] if later else None
+        around[chunk] = (before, after)
+    return around
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_neighbours_share_their_scores_exactly_as_the_log_says(
+    live_server: LiveServer, logged: list[tuple[str, str | None, int, int]], data: st.DataObject
+) -> None:
+    chosen = data.draw(st.sets(st.sampled_from([m[0] for m in logged]), min_size=1))
+    scores = {uuid.UUID(chunk): data.draw(st.floats(0.01, 1.0)) for chunk in sorted(chosen)}
+    around = said_around(logged, live_server.database_url)
+
+    async def smoothed() -> dict[uuid.UUID, float]:
+        async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
+            return dict(await with_neighbours(conn, scores))
+
+    found = asyncio.run(smoothed())
+    sessions: dict[Any, list[float]] = {}
+    for chunk, score in scores.items():
+        sessions.setdefault(session_key(live_server.database_url, chunk), []).append(score)
+    for chunk, score in scores.items():
+        before, after = around[str(chunk)]
+        near = sum(scores.get(uuid.UUID(m), 0.0) for m in (before, after) if m is not None)
+        mates = sorted(sessions[session_key(live_server.database_url, chunk)], reverse=True)
+        session = sum(mates[:SESSION_TOP]) / SESSION_TOP
+        want = score + NEIGHBOUR_WEIGHT * near + SESSION_WEIGHT * session
+        assert found[chunk] == pytest.approx(want), chunk
+
+
+def session_key(url: str, chunk: uuid.UUID) -> tuple[Any, Any]:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT o.data_subject_id, m.occurred_at FROM messages m"
+            " JOIN observations o ON o.id = m.observation_id WHERE m.id = %s",
+            (chunk,),
+        ).fetchone()
+    assert row is not None
+    return row[0], row[1]

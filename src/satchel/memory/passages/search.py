@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import math
 import uuid
 from collections import OrderedDict
@@ -328,31 +329,23 @@ async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking
     """Each message also scores a share of the messages said just before and after it (same
     data subject), since an answer often spans a question and its reply; best first."""
     cursor = await conn.execute(
-        "SELECT c.id,"
-        " coalesce((SELECT m.id FROM messages m WHERE m.observation_id = c.observation_id"
-        "   AND m.ordinal = c.ordinal - 1),"
-        "  (SELECT m.id FROM messages m WHERE m.observation_id = (SELECT o.id FROM observations o"
-        "    WHERE o.project_id = co.project_id AND o.data_subject_id = co.data_subject_id"
-        "    AND o.log_offset < co.log_offset ORDER BY o.log_offset DESC LIMIT 1)"
-        "   ORDER BY m.ordinal DESC LIMIT 1)),"
-        " coalesce((SELECT m.id FROM messages m WHERE m.observation_id = c.observation_id"
-        "   AND m.ordinal = c.ordinal + 1),"
-        "  (SELECT m.id FROM messages m WHERE m.observation_id = (SELECT o.id FROM observations o"
-        "    WHERE o.project_id = co.project_id AND o.data_subject_id = co.data_subject_id"
-        "    AND o.log_offset > co.log_offset ORDER BY o.log_offset LIMIT 1)"
-        "   ORDER BY m.ordinal LIMIT 1)),"
-        " co.data_subject_id, c.occurred_at"
-        " FROM messages c JOIN observations co ON co.id = c.observation_id WHERE c.id = ANY(%s)",
+        "SELECT c.id, c.observation_id, c.ordinal, o.project_id, o.data_subject_id, o.log_offset,"
+        " c.occurred_at FROM messages c JOIN observations o ON o.id = c.observation_id"
+        " WHERE c.id = ANY(%s)",
         (list(scores),),
     )
+    found = [Placed(*row) for row in await cursor.fetchall()]
+    before, after = await _adjacent(conn, found)
     smoothed = dict(scores)
     sessions: dict[tuple[Any, Any], list[float]] = {}
     session_of: dict[uuid.UUID, tuple[Any, Any]] = {}
-    for chunk, before, after, subject, occurred_at in await cursor.fetchall():
-        around = scores.get(before, 0.0) + scores.get(after, 0.0)
+    for placed in found:
+        chunk = placed.id
+        around = sum(scores[link[chunk]] for link in (before, after) if chunk in link)
         smoothed[chunk] += NEIGHBOUR_WEIGHT * around
-        session_of[chunk] = (subject, occurred_at)
-        sessions.setdefault((subject, occurred_at), []).append(scores[chunk])
+        key = (placed.subject, placed.occurred_at)
+        session_of[chunk] = key
+        sessions.setdefault(key, []).append(scores[chunk])
     if SESSION_WEIGHT:
         session_score = {
             key: sum(sorted(values, reverse=True)[:SESSION_TOP]) / SESSION_TOP
@@ -361,6 +354,72 @@ async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking
         for chunk, key in session_of.items():
             smoothed[chunk] += SESSION_WEIGHT * session_score[key]
     return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A candidate message and its place: turn, position in it, subject and log offset."""
+
+    id: uuid.UUID
+    observation_id: uuid.UUID
+    ordinal: int
+    project_id: int
+    subject: str | None
+    log_offset: int
+    occurred_at: datetime
+
+
+Links = dict[uuid.UUID, uuid.UUID]
+
+
+async def _adjacent(conn: Conn, found: list[Placed]) -> tuple[Links, Links]:
+    """For each candidate, the candidate said just before and just after it, where there is
+    one: the next message of its turn, or across turns, the last message of its subject's
+    previous turn and the first of the next. Only candidates carry a score, so only pairs of
+    candidates are looked at, with one statement for whether two turns are adjacent."""
+    before: Links = {}
+    after: Links = {}
+    at = {(p.observation_id, p.ordinal): p.id for p in found}
+    for p in found:
+        if (earlier := at.get((p.observation_id, p.ordinal - 1))) is not None:
+            before[p.id] = earlier
+            after[earlier] = p.id
+    turns: dict[tuple[str, int], list[Placed]] = {}
+    for p in found:
+        if p.subject is not None:
+            turns.setdefault((p.subject, p.log_offset), []).append(p)
+    offsets: dict[str, list[int]] = {}
+    for subject, offset in sorted(turns):
+        offsets.setdefault(subject, []).append(offset)
+    pairs = [
+        (subject, low, high)
+        for subject, line in offsets.items()
+        for low, high in itertools.pairwise(line)
+    ]
+    if not pairs:
+        return before, after
+    cursor = await conn.execute(
+        "SELECT p.s, p.lo, p.hi, (SELECT max(m.ordinal) FROM observations l"
+        "  JOIN messages m ON m.observation_id = l.id"
+        "  WHERE l.project_id = %s AND l.data_subject_id = p.s AND l.log_offset = p.lo)"
+        " FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS p(s, lo, hi)"
+        " WHERE NOT EXISTS (SELECT 1 FROM observations o WHERE o.project_id = %s"
+        "  AND o.data_subject_id = p.s AND o.log_offset > p.lo AND o.log_offset < p.hi)",
+        (
+            found[0].project_id,
+            [pair[0] for pair in pairs],
+            [pair[1] for pair in pairs],
+            [pair[2] for pair in pairs],
+            found[0].project_id,
+        ),
+    )
+    for subject, low, high, last in await cursor.fetchall():
+        ending = [p for p in turns[(subject, low)] if p.ordinal == last]
+        opening = [p for p in turns[(subject, high)] if p.ordinal == 0]
+        if ending and opening:
+            before[opening[0].id] = ending[0].id
+            after[ending[0].id] = opening[0].id
+    return before, after
 
 
 async def hits_of(
