@@ -40,6 +40,7 @@ def minilm() -> MiniLM:
 
 
 def test_minilm_gives_the_models_known_similarities(minilm: MiniLM) -> None:
+    """The published model's similarities, to within what int8 weights move them (0.02)."""
     texts = [
         "A man is eating food.",
         "A man is eating a piece of bread.",
@@ -50,9 +51,9 @@ def test_minilm_gives_the_models_known_similarities(minilm: MiniLM) -> None:
     assert vectors.shape == (4, DIMENSIONS) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     similarity = vectors @ vectors.T
-    assert similarity[0, 1] == pytest.approx(0.7553, abs=2e-3)
-    assert similarity[0, 3] == pytest.approx(0.2474, abs=2e-3)
-    assert similarity[0, 2] == pytest.approx(-0.1050, abs=2e-3)
+    assert similarity[0, 1] == pytest.approx(0.7553, abs=0.02)
+    assert similarity[0, 3] == pytest.approx(0.2474, abs=0.02)
+    assert similarity[0, 2] == pytest.approx(-0.1050, abs=0.02)
 
 
 def test_paraphrases_score_far_above_unrelated_sentences(minilm: MiniLM) -> None:
@@ -72,7 +73,8 @@ def test_batching_and_padding_do_not_change_a_vector(minilm: MiniLM) -> None:
     long = " ".join(["We walked along the river and talked about the new project."] * 8)
     alone = minilm.embed([short])[0]
     batched = minilm.embed([long, short, long])[1]
-    assert np.allclose(alone, batched, atol=1e-5)
+    assert np.array_equal(alone, batched)
+    assert len(minilm.tokenizer.encode(short).ids) < 16  # no padding to the tokenizer's 128
     assert minilm.embed([]).shape == (0, DIMENSIONS)
 
 
@@ -103,7 +105,7 @@ def test_an_incomplete_model_names_the_missing_file_and_the_fix(
     monkeypatch.setattr(embedder_module, "MODEL_FOLDER", tmp_path)
     with pytest.raises(EmbedderUnavailable) as refused:
         load_embedder(EmbeddingSettings())
-    assert "config.json is missing" in str(refused.value)
+    assert "model.onnx is missing" in str(refused.value)
     assert "pip install --force-reinstall satchel" in str(refused.value)
 
 

@@ -16,12 +16,17 @@ from hypothesis import strategies as st
 from memory_kit import LiveServer
 from psycopg import sql
 
+from satchel.memory.passages import search
 from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
     SESSION_WEIGHT,
+    Scope,
+    coverage,
+    question_terms,
+    text_ranking,
     with_neighbours,
 )
 from satchel.memory.store.terms import count_terms, frequencies
@@ -352,3 +357,28 @@ def session_key(url: str, chunk: uuid.UUID) -> tuple[Any, Any]:
         ).fetchone()
     assert row is not None
     return row[0], row[1]
+
+
+def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(
+    live_server: LiveServer, beta: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(4):
+        observe(beta, f"We hiked the ridge again, walk number {n}.")
+    observe(beta, "The ridge had fog; we saw an ibex.")
+    url = live_server.database_url
+    project = project_id(url, "beta")
+    build(url, project)
+    monkeypatch.setattr(search, "MAX_TEXT_MATCHES", 3)
+    scope = Scope(project, "ann", turns_only=True)
+
+    async def ranked(question: str, vectored: bool) -> int:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            counted = (await coverage(conn, project)).counted_through_offset
+            terms = await question_terms(conn, scope, question, counted)
+            return len(await text_ranking(conn, scope, terms, 10, vectored))
+
+    # "ridge" is in 5 messages, over the cap of 3; "ibex" in one.
+    assert asyncio.run(ranked("ridge", vectored=False)) == 5
+    assert asyncio.run(ranked("ridge", vectored=True)) == 0
+    assert asyncio.run(ranked("ridge ibex", vectored=True)) == 1
+    assert asyncio.run(ranked("ridge ibex", vectored=False)) == 1

@@ -321,16 +321,23 @@ async def _passages(
     return passages, found.build_state != "text_only"
 
 
-async def recall(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None = None) -> Bundle:
+async def recall(
+    conn: Conn,
+    project_id: int,
+    ask: Ask,
+    embedder: Embedder | None = None,
+    spare: Conn | None = None,
+) -> Bundle:
     """Answer `ask` from the project's facts and passages (reports answer nothing yet).
 
-    The passage search starts first, so the question is embedded while the facts are read;
-    the two share the connection, which runs their statements one at a time.
+    The passage search starts first, so the question is embedded while the facts are read; it
+    runs on `spare` when there is one (beside the facts, in the database too), else it shares
+    `conn`, which runs the two's statements one at a time.
     """
     controls = ask.controls
     searching = None
     if "passages" in controls.surfaces:
-        searching = asyncio.ensure_future(_passages(conn, project_id, ask, embedder))
+        searching = asyncio.ensure_future(_passages(spare or conn, project_id, ask, embedder))
     try:
         return await _recall(conn, project_id, ask, searching)
     finally:

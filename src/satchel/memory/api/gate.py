@@ -12,6 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.strict import Access
+from satchel.memory.store.database import autocommitting
 from satchel.memory.tokens import TOKEN_PREFIX, token_digest
 
 
@@ -106,7 +107,7 @@ class Gate:
             raise rate_limited()
         self.lookups += 1
         try:
-            async with self.pool.connection(timeout=LOOKUP_TIMEOUT) as conn:
+            async with autocommitting(self.pool, LOOKUP_TIMEOUT) as conn:
                 cursor = await conn.execute(
                     "SELECT p.id, p.name, t.id, t.access FROM tokens t "
                     "JOIN projects p ON p.id = t.project_id "

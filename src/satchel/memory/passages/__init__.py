@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from functools import lru_cache
 
 from satchel.memory.passages.embedder import (
     Embedder,
@@ -15,9 +14,10 @@ from satchel.memory.passages.embedder import (
 
 log = logging.getLogger("satchel.memory")
 
+_loaded: dict[EmbeddingSettings, Embedder | None] = {}
 
-@lru_cache(maxsize=4)
-def _shared(settings: EmbeddingSettings) -> Embedder | None:
+
+def _load(settings: EmbeddingSettings) -> Embedder | None:
     try:
         return load_embedder(settings)
     except EmbedderUnavailable as unavailable:
@@ -28,4 +28,6 @@ def _shared(settings: EmbeddingSettings) -> Embedder | None:
 async def query_embedder(settings: EmbeddingSettings | None = None) -> Embedder | None:
     """The process's embedder for questions (loaded once, off the event loop), or None."""
     chosen = EmbeddingSettings.from_env() if settings is None else settings
-    return await asyncio.to_thread(_shared, chosen)
+    if chosen not in _loaded:
+        _loaded[chosen] = await asyncio.to_thread(_load, chosen)
+    return _loaded[chosen]

@@ -1,10 +1,8 @@
-"""Text embedders: the local all-MiniLM-L6-v2 model run in numpy, or an embeddings endpoint."""
+"""Text embedders: the local all-MiniLM-L6-v2 model (ONNX Runtime), or an embeddings endpoint."""
 
 from __future__ import annotations
 
 import importlib
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +16,7 @@ from numpy.typing import NDArray
 
 DIMENSIONS = 384
 MODEL_FOLDER = Path(__file__).with_name("model")
-MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+MODEL_FILES = ("model.onnx", "tokenizer.json")
 REINSTALL = "pip install --force-reinstall satchel"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -68,131 +66,55 @@ def _unit(rows: Vectors) -> Vectors:
     return (rows / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-def _layer_norm(x: Vectors, weight: Vectors, bias: Vectors, eps: float) -> Vectors:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    result: Vectors = ((x - mean) / np.sqrt(var + eps) * weight + bias).astype(np.float32)
-    return result
-
-
-def _erf(x: Vectors) -> Vectors:
-    """erf to within 1.5e-7 (Abramowitz and Stegun 7.1.26), vectorized."""
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    result: Vectors = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
-    return result
-
-
-def _gelu(x: Vectors) -> Vectors:
-    result: Vectors = (0.5 * x * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))).astype(np.float32)
-    return result
-
-
 class MiniLM:
-    """all-MiniLM-L6-v2 (a 6-layer BERT) in float32 numpy: mean pooling, then L2 normalization.
+    """all-MiniLM-L6-v2 (a 6-layer BERT) run by ONNX Runtime on one thread: mean pooling, then
+    L2 normalization.
 
-    The shipped weights are float16 (see `model/NOTICE`); they are widened once, at load.
+    The shipped graph holds int8 dense weights (see `model/NOTICE`); its vectors are those of
+    the published model to a cosine of about 0.99, hence an identity of their own.
     """
 
-    identity = "local/all-MiniLM-L6-v2"
+    identity = "local/all-MiniLM-L6-v2-int8"
     max_tokens = 256
-    batch = 32
 
     def __init__(self, folder: Path) -> None:
-        from safetensors.numpy import load_file
+        import onnxruntime
         from tokenizers import Tokenizer
 
-        config = json.loads((folder / "config.json").read_text())
-        self.heads: int = config["num_attention_heads"]
-        self.layers: int = config["num_hidden_layers"]
-        self.eps: float = config["layer_norm_eps"]
-        self.w = {
-            k: np.ascontiguousarray(
-                v.T if k.endswith("dense.weight") or ".self." in k else v
-            ).astype(np.float32)
-            for k, v in load_file(folder / "model.safetensors").items()
-            if not k.endswith("position_ids")
-        }
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = onnxruntime.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_tokens)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer.no_padding()  # the published tokenizer pads every text to 128 tokens
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        """One text per run: activations are quantized with a scale per run, so in a batch a
+        text's vector would depend on its neighbours (and padding costs what batching saves)."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), self.batch):
-            chunk = order[start : start + self.batch]
-            out[chunk] = self._forward([texts[i] for i in chunk])
+        for row, text in enumerate(texts):
+            out[row] = self._forward(text)
         return out
 
-    def _forward(self, texts: list[str]) -> Vectors:
-        encoded = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
-        types = np.array([e.type_ids for e in encoded], dtype=np.int64)
-        w = self.w
-        length = ids.shape[1]
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][np.arange(length)][None]
-            + w["embeddings.token_type_embeddings.weight"][types]
-        )
-        x = _layer_norm(
-            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps
-        )
-        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        for layer in range(self.layers):
-            x = self._layer(x, bias, f"encoder.layer.{layer}.")
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)[:, None]
-        return _unit(pooled.astype(np.float32))
-
-    def _dense(self, x: Vectors, name: str) -> Vectors:
-        """`x @ W.T + b` as one 2-D matrix product (weights are stored transposed)."""
-        weight = self.w[name + ".weight"]
-        flat = x.reshape(-1, x.shape[-1]) @ weight + self.w[name + ".bias"]
-        result: Vectors = flat.reshape(*x.shape[:-1], weight.shape[1])
-        return result
-
-    def _layer(self, x: Vectors, bias: Vectors, p: str) -> Vectors:
-        batch, length, width = x.shape
-        size = width // self.heads
-
-        def split(t: Vectors) -> Vectors:
-            return t.reshape(batch, length, self.heads, size).transpose(0, 2, 1, 3)
-
-        q = split(self._dense(x, p + "attention.self.query"))
-        k = split(self._dense(x, p + "attention.self.key"))
-        v = split(self._dense(x, p + "attention.self.value"))
-        scores = q @ k.transpose(0, 1, 3, 2) / np.float32(math.sqrt(size)) + bias
-        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        scores /= scores.sum(axis=-1, keepdims=True)
-        mixed = np.asarray(scores @ v, dtype=np.float32)
-        context = mixed.transpose(0, 2, 1, 3).reshape(batch, length, width)
-        attended = self._dense(context, p + "attention.output.dense")
-        x = _layer_norm(
-            attended + x,
-            self.w[p + "attention.output.LayerNorm.weight"],
-            self.w[p + "attention.output.LayerNorm.bias"],
-            self.eps,
-        )
-        hidden = _gelu(self._dense(x, p + "intermediate.dense"))
-        return _layer_norm(
-            self._dense(hidden, p + "output.dense") + x,
-            self.w[p + "output.LayerNorm.weight"],
-            self.w[p + "output.LayerNorm.bias"],
-            self.eps,
-        )
+    def _forward(self, text: str) -> Vectors:
+        encoded = self.tokenizer.encode(text)
+        feed = {
+            "input_ids": np.array([encoded.ids], dtype=np.int64),
+            "attention_mask": np.array([encoded.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoded.type_ids], dtype=np.int64),
+        }
+        (pooled,) = self.session.run(["pooled"], feed)
+        vector: Vectors = _unit(np.asarray(pooled, dtype=np.float32))[0]
+        return vector
 
 
 def local_model_folder() -> Path:
     """Where satchel keeps the local model (shipped inside the package), or a clear refusal."""
-    for module in ("safetensors", "tokenizers"):
+    for module in ("onnxruntime", "tokenizers"):
         try:
             importlib.import_module(module)
         except ImportError:

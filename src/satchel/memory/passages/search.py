@@ -12,6 +12,7 @@ import itertools
 import math
 import uuid
 from collections import OrderedDict
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,18 +35,20 @@ B = 0.4  # BM25 length normalization
 TEXT_WEIGHT = 0.35  # share of the best-normalized BM25 score; the rest is cosine similarity
 COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
 NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
-SESSION_WEIGHT = 0.7  # share of its session's score (the best messages said at the same time)
+SESSION_WEIGHT = 1.0  # share of its session's score (the best messages said at the same time)
 SESSION_TOP = 4  # how many of a session's best messages its score averages
 COMMON_SHARE = 0.2  # a word in more of the scope's messages than this is not embedded
 MAX_TEXT_MATCHES = 5_000  # messages full text reads for a question (see `_seeking`)
 PERIOD_WEIGHT = 0.2  # what being said in a period the question names adds
 PERIOD_SLACK = timedelta(days=3)  # how far around a named period still counts
 RECENT_QUESTIONS = 256  # question vectors remembered, newest last
+COMMON_SCOPES = 1024  # scopes whose common words are remembered, for `likely_focus`
 # The HNSW candidate list. Iterative scans go on past it until the query's LIMIT is met; a list
 # as long as a 200-row LIMIT made one query in twenty 10 to 40 times slower at 100k vectors.
 EF_SEARCH = 100
 
 _recent: OrderedDict[tuple[str, str], str] = OrderedDict()
+_common: OrderedDict[Scope, set[str]] = OrderedDict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,21 +123,42 @@ class Found:
     hits: list[Hit]
 
 
-async def coverage(conn: Conn, project_id: int) -> Coverage:
-    cursor = await conn.execute(
-        "SELECT p.stored, g.id, g.embedder, coalesce(r.vectors_through, -1),"
-        " coalesce(r.terms_through, -1)"
-        " FROM projects p LEFT JOIN passage_generations g ON g.project_id = p.id"
-        " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s",
-        (project_id,),
-    )
-    row = await cursor.fetchone()
+COVERAGE = (
+    "SELECT p.stored, g.id, g.embedder, coalesce(r.vectors_through, -1),"
+    " coalesce(r.terms_through, -1)"
+    " FROM projects p LEFT JOIN passage_generations g ON g.project_id = p.id"
+    " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s"
+)
+WORD_LEXEMES = (
+    "SELECT tsvector_to_array(to_tsvector('english', w))"
+    " FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n"
+)
+
+
+def _coverage(row: tuple[Any, ...] | None) -> Coverage:
     if row is None or row[0] is None:
         return Coverage("", "", NO_OFFSET, NO_OFFSET, NO_OFFSET)
     stored, generation, embedder, covered, counted = row
     if generation is None:
         return Coverage("", "", stored, NO_OFFSET, counted)
     return Coverage(str(generation), embedder, stored, min(covered, stored), counted)
+
+
+async def coverage(conn: Conn, project_id: int) -> Coverage:
+    cursor = await conn.execute(COVERAGE, (project_id,))
+    return _coverage(await cursor.fetchone())
+
+
+async def coverage_and_lexemes(
+    conn: Conn, project_id: int, words: list[str]
+) -> tuple[Coverage, list[list[str]]]:
+    """The project's coverage and each word's lexemes, asked in one round trip."""
+    async with conn.pipeline():
+        covered = await conn.execute(COVERAGE, (project_id,))
+        lexemes = await conn.execute(WORD_LEXEMES, (words,))
+        state = _coverage(await covered.fetchone())
+        per_word = [list(row[0]) for row in await lexemes.fetchall()]
+    return state, per_word
 
 
 Ranking = list[tuple[uuid.UUID, float]]
@@ -150,16 +174,19 @@ class Terms:
 
 
 async def question_terms(conn: Conn, scope: Scope, question: str, counted: int) -> Terms:
-    """Weigh the question's lexemes over the scope, and drop from the text the embedder reads
-    every word whose lexemes are all in more than `COMMON_SHARE` of the scope's messages
-    (`counted`: how far the project's lexeme counts reach)."""
-    words = question.split()
-    cursor = await conn.execute(
-        "SELECT tsvector_to_array(to_tsvector('english', w))"
-        " FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n) ORDER BY n",
-        (words,),
-    )
+    """Weigh the question's lexemes over the scope (see `weigh`)."""
+    cursor = await conn.execute(WORD_LEXEMES, (question.split(),))
     per_word = [list(row[0]) for row in await cursor.fetchall()]
+    return await weigh(conn, scope, question, per_word, counted)
+
+
+async def weigh(
+    conn: Conn, scope: Scope, question: str, per_word: list[list[str]], counted: int
+) -> Terms:
+    """Weigh the question's lexemes (`per_word`: each word's) over the scope, and drop from the
+    text the embedder reads every word whose lexemes are all in more than `COMMON_SHARE` of the
+    scope's messages (`counted`: how far the project's lexeme counts reach)."""
+    words = question.split()
     lexemes = list(dict.fromkeys(lexeme for found in per_word for lexeme in found))
     if not lexemes:
         return Terms([], question)
@@ -184,13 +211,35 @@ async def question_terms(conn: Conn, scope: Scope, question: str, counted: int) 
             matches.append(frequency)
     common = {x for x, f in zip(lexemes, holding, strict=True) if f > COMMON_SHARE * total}
     kept = [w for w, found in zip(words, per_word, strict=True) if not found or set(found) - common]
+    _learn(scope, set(words) - set(kept), kept)
     return Terms(weights, " ".join(kept) or question, matches)
 
 
-async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ranking:
-    """Up to `count` messages and their BM25 scores over full-text lexemes (any term matches)."""
+def likely_focus(scope: Scope, question: str) -> str:
+    """The question without the words earlier questions found common in `scope`: what
+    `question_terms` will most likely leave for the embedder, known before the database is
+    asked (so the embedding can start at once)."""
+    common = _common.get(scope, set())
+    return " ".join(w for w in question.split() if w not in common) or question
+
+
+def _learn(scope: Scope, dropped: set[str], kept: list[str]) -> None:
+    known = _common.setdefault(scope, set())
+    _common.move_to_end(scope)
+    known.difference_update(kept)
+    known.update(dropped)
+    if len(_common) > COMMON_SCOPES:
+        _common.popitem(last=False)
+
+
+async def text_ranking(
+    conn: Conn, scope: Scope, terms: Terms, count: int, vectored: bool = False
+) -> Ranking:
+    """Up to `count` messages and their BM25 scores over full-text lexemes (any term matches);
+    `vectored`: a vector ranking joins this one (see `_seeking`)."""
     weights = terms.weights
-    if not weights:
+    seeking = _seeking(terms, vectored)
+    if not seeking:
         return []
     where, params = scope.where()
     matched = sql.SQL(" + ").join(
@@ -211,7 +260,7 @@ async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ra
         " (SELECT o.log_offset FROM observations o WHERE o.id = s.observation_id) DESC,"
         " s.ordinal LIMIT %s"
     ).format(matched=matched, where=where, found=_found(scope))
-    any_term = " | ".join(_seeking(terms))
+    any_term = " | ".join(seeking)
     values: list[Any] = [K1 + 1, K1, B, B]
     values += [value for pair in weights for value in pair]
     values += [*params, *[any_term] * (1 if scope.turns_only else 2), max(count - 1, 0), count]
@@ -219,15 +268,17 @@ async def text_ranking(conn: Conn, scope: Scope, terms: Terms, count: int) -> Ra
     return [(row[0], float(row[1])) for row in await cursor.fetchall()]
 
 
-def _seeking(terms: Terms) -> list[str]:
+def _seeking(terms: Terms, vectored: bool) -> list[str]:
     """The lexemes whose messages are read: the rarest first, while they hold at most
-    `MAX_TEXT_MATCHES` messages together (the rarest always). A message holding only the commoner
-    ones scores too little to rank, and reading them all would cost a scan of the scope."""
+    `MAX_TEXT_MATCHES` messages together. A message holding only the commoner ones scores too
+    little to rank, and reading them all would cost a scan of the scope. Without vectors the
+    rarest is read whatever it holds (full text is all there is); with them, a lexeme held by
+    more messages than that adds too little to be worth reading."""
     order = sorted(range(len(terms.weights)), key=lambda i: (terms.matches[i], i))
     chosen: list[str] = []
     seen = 0
     for index in order:
-        if chosen and seen + terms.matches[index] > MAX_TEXT_MATCHES:
+        if (chosen or vectored) and seen + terms.matches[index] > MAX_TEXT_MATCHES:
             break
         chosen.append(terms.weights[index][0])
         seen += terms.matches[index]
@@ -264,12 +315,18 @@ async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> R
     for _ in kinds:
         values += [vector, *params, count]
     values.append(count)
-    async with conn.transaction():  # the settings hold for this query alone
-        await conn.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (str(min(EF_SEARCH, max(40, count))),),
-        )
+    settings = (
+        "SELECT set_config('hnsw.ef_search', %s, true),"
+        " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    )
+    # The settings are the transaction's: inside the caller's, they last until it ends (only
+    # vector scans read them); an autocommitting connection gets a transaction for the query.
+    # The two statements go in one round trip.
+    async with AsyncExitStack() as stack:
+        if conn.autocommit:
+            await stack.enter_async_context(conn.transaction())
+        await stack.enter_async_context(conn.pipeline())
+        await conn.execute(settings, (str(min(EF_SEARCH, max(40, count))),))
         cursor = await conn.execute(query, values)
         rows = await cursor.fetchall()
     return [(row[0], 1.0 - float(row[1])) for row in rows]
@@ -508,15 +565,25 @@ async def search_passages(
     text alone and the answer says it is approximate.
     """
     pool = max(candidates or DEFAULT_CANDIDATES, limit)
-    state = await coverage(conn, scope.project_id)
-    usable = embedder is not None and state.embedder == embedder.identity
-    terms = await question_terms(conn, scope, question, state.counted_through_offset)
-    # The question is embedded in a thread while the full-text ranking runs in the database.
-    embedding = asyncio.ensure_future(embed_question(embedder if usable else None, terms.focused))
+    # The embedder starts on the likely focus at once, in a thread, while the database weighs
+    # the question's words and ranks by full text; if the focus turns out otherwise, the real
+    # one is embedded instead.
+    guess = likely_focus(scope, question)
+    early = asyncio.ensure_future(embed_question(embedder, guess))
+    embedding = early
     try:
-        text = await text_ranking(conn, scope, terms, pool)
+        state, per_word = await coverage_and_lexemes(conn, scope.project_id, question.split())
+        usable = embedder is not None and state.embedder == embedder.identity
+        terms = await weigh(conn, scope, question, per_word, state.counted_through_offset)
+        if not usable or terms.focused != guess:
+            embedding = asyncio.ensure_future(
+                embed_question(embedder if usable else None, terms.focused)
+            )
+        text = await text_ranking(conn, scope, terms, pool, vectored=usable)
     finally:
-        vector = await embedding
+        await asyncio.wait({early, embedding})
+        early.exception()  # retrieved, so an unused guess that failed stays quiet
+    vector = await embedding
     nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from importlib import resources
+from typing import Any
 
 import psycopg
-from psycopg import conninfo
-from psycopg_pool import AsyncConnectionPool
+from psycopg import AsyncConnection, conninfo
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 log = logging.getLogger("satchel.memory")
 
 MIGRATION_LOCK = 7_301_918_114  # pg_advisory_lock key held while migrating
+SPARE_WAIT = 0.001  # seconds a request waits for a second connection before doing without
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -71,3 +75,31 @@ def describe_url(url: str) -> str:
 def open_pool(url: str, size: int) -> AsyncConnectionPool:
     """An async pool (not yet opened) of `size` connections."""
     return AsyncConnectionPool(url, min_size=min(2, size), max_size=size, open=False)
+
+
+@asynccontextmanager
+async def spare_connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection[Any] | None]:
+    """A second connection for work that can run beside the request's first, when one is free
+    at once; None otherwise. A request holding a connection never waits for another, so
+    requests cannot deadlock over the pool."""
+    async with AsyncExitStack() as stack:
+        conn = None
+        if pool.get_stats().get("pool_available"):
+            with suppress(PoolTimeout):
+                conn = await stack.enter_async_context(pool.connection(timeout=SPARE_WAIT))
+        yield conn
+
+
+@asynccontextmanager
+async def autocommitting(
+    pool: AsyncConnectionPool, timeout: float | None = None
+) -> AsyncIterator[AsyncConnection[Any]]:
+    """A pooled connection for statements that stand alone: each commits itself, so none
+    waits for a COMMIT round trip; the connection goes back as it came."""
+    async with pool.connection(timeout=timeout) as conn:
+        await conn.set_autocommit(True)
+        try:
+            yield conn
+        finally:
+            if not conn.closed:
+                await conn.set_autocommit(False)

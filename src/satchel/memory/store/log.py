@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor
 
 Conn = AsyncConnection[Any]
 
@@ -77,11 +77,15 @@ async def append(
     formed: bool,
     digest: bytes | None,
     fingerprint: bytes,
-) -> int:
-    """Append a turn in one statement; its log offset. `digest`: the retry key's digest to
-    remember with the turn's `fingerprint` (None: no key); `formed`: the turn counts as formed
-    at once (no worker forms it)."""
-    cursor = await conn.execute(
+) -> AsyncCursor[Any]:
+    """Send the one statement that appends a turn; `offset_of` its cursor reads the log offset.
+    `digest`: the retry key's digest to remember with the turn's `fingerprint` (None: no key);
+    `formed`: the turn counts as formed at once (no worker forms it).
+
+    The statement locks the project's row until the transaction ends. In a pipeline, read the
+    offset after the transaction block: its COMMIT then goes out with the statement, and the
+    lock is held for the statement and the commit alone, not while the answer travels back."""
+    return await conn.execute(
         APPEND,
         {
             "p": project_id,
@@ -98,7 +102,11 @@ async def append(
             "times": [m.occurred_at for m in messages],
         },
     )
-    row = await cursor.fetchone()
+
+
+async def offset_of(appended: AsyncCursor[Any]) -> int:
+    """The log offset `append` claimed."""
+    row = await appended.fetchone()
     assert row is not None
     offset: int = row[0]
     return offset
