@@ -24,9 +24,9 @@ from satchel.memory.passages.search import (
     SESSION_TOP,
     SESSION_WEIGHT,
     Scope,
-    coverage,
-    question_terms,
+    coverage_and_lexemes,
     text_ranking,
+    weigh,
     with_neighbours,
 )
 from satchel.memory.store.terms import count_terms, frequencies
@@ -373,8 +373,8 @@ def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(
 
     async def ranked(question: str, vectored: bool) -> int:
         async with await psycopg.AsyncConnection.connect(url) as conn:
-            counted = (await coverage(conn, project)).counted_through_offset
-            terms = await question_terms(conn, scope, question, counted)
+            state, per_word = await coverage_and_lexemes(conn, project, question.split())
+            terms = await weigh(conn, scope, question, per_word, state.counted_through_offset)
             return len(await text_ranking(conn, scope, terms, 10, vectored))
 
     # "ridge" is in 5 messages, over the cap of 3; "ibex" in one.

@@ -144,11 +144,6 @@ def _coverage(row: tuple[Any, ...] | None) -> Coverage:
     return Coverage(str(generation), embedder, stored, min(covered, stored), counted)
 
 
-async def coverage(conn: Conn, project_id: int) -> Coverage:
-    cursor = await conn.execute(COVERAGE, (project_id,))
-    return _coverage(await cursor.fetchone())
-
-
 async def coverage_and_lexemes(
     conn: Conn, project_id: int, words: list[str]
 ) -> tuple[Coverage, list[list[str]]]:
