@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
+from typing import Any
 
+import httpx
 import uvicorn
 from psycopg import conninfo
 
@@ -52,3 +55,16 @@ class LiveServer:
 
     def token(self, project: str = "alpha", *, read_only: bool = False) -> str:
         return create_token(self.database_url, project, read_only=read_only)
+
+
+def post_with_backoff(client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    """Post an observation, retrying 429s with jittered exponential backoff."""
+    delay = 0.01
+    for _ in range(200):
+        answer = client.post("/v1/observations", json=body)
+        if answer.status_code != 429:
+            return answer
+        assert answer.json()["error"]["code"] == "rate_limited"
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 0.25)
+    raise AssertionError("still rate limited after 200 attempts")

@@ -3,9 +3,7 @@ and a state machine of retries, reuses and erasures against the contract's model
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,25 +19,12 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from memory_kit import LiveServer
+from memory_kit import LiveServer, post_with_backoff
 
 TURN = [
     {"role": "user", "content": "I moved to Galway."},
     {"role": "assistant", "content": "Noted."},
 ]
-
-
-def post_with_backoff(client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
-    """Post an observation, retrying 429s with jittered exponential backoff."""
-    delay = 0.01
-    for _ in range(200):
-        answer = client.post("/v1/observations", json=body)
-        if answer.status_code != 429:
-            return answer
-        assert answer.json()["error"]["code"] == "rate_limited"
-        time.sleep(delay * (1 + random.random()))
-        delay = min(delay * 2, 0.25)
-    raise AssertionError("still rate limited after 200 attempts")
 
 
 def offsets(url: str, project: str) -> list[int]:

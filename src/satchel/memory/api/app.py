@@ -14,6 +14,7 @@ from satchel.memory.api.errors import install_error_handlers
 from satchel.memory.api.gate import Admission, Gate
 from satchel.memory.api.routes import ROUTERS
 from satchel.memory.config import MemorySettings
+from satchel.memory.store.appends import Appender
 from satchel.memory.store.database import open_pool
 
 
@@ -52,6 +53,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.pool = pool
+    app.state.appender = Appender(pool, formed=settings.form_on_store)
     app.state.settings = settings
     app.state.gate = Gate(
         pool, Admission(settings.work_limit, settings.project_limit, settings.token_limit)

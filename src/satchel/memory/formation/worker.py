@@ -209,7 +209,6 @@ class Worker:
         if self.embedder is None:
             return
         try:
-            async with conn.transaction():
-                tally.passages += await index_passages(conn, project_id, self.embedder)
+            tally.passages += await index_passages(conn, project_id, self.embedder)
         except EmbedderUnavailable as exc:
             log.warning("passage indexing failed for project %d: %s", project_id, exc)

@@ -51,12 +51,17 @@ async def generation(conn: Conn, project_id: int, embedder: Embedder) -> uuid.UU
 
 async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit: int = 256) -> int:
     """Embed the messages of the next turns in log order, whole turns and about `limit`
-    messages at a time; how many were embedded. The caller commits.
+    messages at a time; how many were embedded.
 
-    The project's progress row is locked meanwhile, so builders of one project take turns.
+    The messages are read and embedded outside any transaction, so no lock or transaction id is
+    held while the model runs (one would hold back the pruning of every row updated meanwhile,
+    the project's log row first). The vectors are written in a short transaction that locks the
+    project's progress row and first checks that no other builder moved it and the generation
+    is the same; otherwise nothing is written and the next pass starts from where it is.
     """
-    await generation(conn, project_id, embedder)
-    stored, after, _ = await progress(conn, project_id)
+    async with conn.transaction():
+        begun = await generation(conn, project_id, embedder)
+        stored, after, _ = await progress(conn, project_id)
     if stored <= after:
         return 0
     cursor = await conn.execute(
@@ -69,22 +74,30 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
     rows = await cursor.fetchall()
     through = _whole_turns(rows, limit, stored)
     rows = [row for row in rows if row[0] <= through]
+    values: list[tuple[Any, ...]] = []
     if rows:
         vectors = await asyncio.to_thread(embedder.embed, [row[5] for row in rows])
-        async with conn.cursor() as writer:
-            await writer.executemany(
-                "INSERT INTO message_vectors"
-                " (message_id, project_id, data_subject_id, role, turn, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT DO NOTHING",
-                [
-                    (row[1], project_id, row[2], row[3], row[4], vector_literal(vector))
-                    for row, vector in zip(rows, vectors, strict=True)
-                ],
-            )
-    await conn.execute(
-        "UPDATE passage_progress SET vectors_through = %s WHERE project_id = %s",
-        (through, project_id),
-    )
+        values = [
+            (row[1], project_id, row[2], row[3], row[4], vector_literal(vector))
+            for row, vector in zip(rows, vectors, strict=True)
+        ]
+    async with conn.transaction():
+        if await generation(conn, project_id, embedder) != begun:
+            return 0
+        if (await progress(conn, project_id))[1] != after:
+            return 0
+        if values:
+            async with conn.cursor() as writer:
+                await writer.executemany(
+                    "INSERT INTO message_vectors"
+                    " (message_id, project_id, data_subject_id, role, turn, embedding)"
+                    " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT DO NOTHING",
+                    values,
+                )
+        await conn.execute(
+            "UPDATE passage_progress SET vectors_through = %s WHERE project_id = %s",
+            (through, project_id),
+        )
     return len(rows)
 
 

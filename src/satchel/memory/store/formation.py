@@ -100,15 +100,17 @@ async def vocabulary(conn: Conn) -> dict[str, str]:
     return {name: cardinality for name, cardinality in await cursor.fetchall()}
 
 
-async def _claim(conn: Conn, project_id: int, turn: Turn) -> bool:
-    """Inside a transaction: lock the log, then the turn; false when it is gone or formed."""
+async def _claim(conn: Conn, project_id: int, turn: Turn) -> datetime | None:
+    """Inside a transaction: lock the log, then the turn (one round trip in a pipeline); the
+    transaction's time, or None when the turn is gone or formed."""
     await lock_log(conn, project_id)
     cursor = await conn.execute(
-        "SELECT 1 FROM observations WHERE id = %s AND formed_at IS NULL AND parked_at IS NULL"
-        " FOR UPDATE",
+        "SELECT now() FROM observations WHERE id = %s AND formed_at IS NULL"
+        " AND parked_at IS NULL FOR UPDATE",
         (turn.id,),
     )
-    return await cursor.fetchone() is not None
+    row = await cursor.fetchone()
+    return None if row is None else row[0]
 
 
 async def record_failure(
@@ -229,15 +231,15 @@ async def form(
     identity: Identity,
 ) -> Formed:
     """In one transaction: admit the candidates (a duplicate is refused), store every refusal,
-    mark the turn formed by `identity`, recompute the watermark."""
+    mark the turn formed by `identity`, recompute the watermark.
+
+    Pipelined, so the log lock is held for one round trip per candidate written, not one per
+    statement: the claim goes with the lock, and the turn's update and the commit go together."""
     facts = refused = 0
-    async with conn.transaction():
-        if not await _claim(conn, project_id, turn):
+    async with conn.pipeline(), conn.transaction():
+        at = await _claim(conn, project_id, turn)
+        if at is None:
             return Formed(False)
-        cursor = await conn.execute("SELECT now()")
-        row = await cursor.fetchone()
-        assert row is not None
-        at: datetime = row[0]
         for item in outcome:
             if isinstance(item, Candidate) and await _write_fact(
                 conn, project_id, turn, item, identity, at

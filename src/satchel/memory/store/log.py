@@ -8,30 +8,82 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from psycopg import AsyncConnection, AsyncCursor
+from psycopg import AsyncConnection
 
 Conn = AsyncConnection[Any]
 
-# One round trip: claim the next offset (moving `formed` with it when this turn is formed at
-# once and none before it waits), then write the turn, its messages and its retry key.
-APPEND = (
-    "WITH claimed AS (UPDATE projects SET stored = COALESCE(stored, -1) + 1,"
-    " formed = CASE WHEN %(formed)s AND NOT EXISTS (SELECT 1 FROM observations u"
-    "  WHERE u.project_id = %(p)s AND u.formed_at IS NULL AND u.parked_at IS NULL)"
-    "  THEN COALESCE(stored, -1) + 1 ELSE formed END"
-    " WHERE id = %(p)s RETURNING stored),"
-    " turn AS (INSERT INTO observations (id, project_id, log_offset, data_subject_id,"
-    "  occurred_at, formed_at) SELECT %(o)s, %(p)s, stored, %(s)s, %(t)s,"
-    "  CASE WHEN %(formed)s THEN now() END FROM claimed RETURNING id, log_offset),"
+# The messages of the turns written, in one insert.
+_SAID = (
     " said AS (INSERT INTO messages (id, observation_id, project_id, data_subject_id, ordinal,"
     "  role, content, group_ordinal, occurred_at)"
-    "  SELECT m.id, turn.id, %(p)s, %(s)s, m.n - 1, m.role, m.content, m.g, m.at FROM turn,"
-    "  unnest(%(ids)s::uuid[], %(roles)s::text[], %(contents)s::text[], %(groups)s::int[],"
-    "  %(times)s::timestamptz[]) WITH ORDINALITY AS m(id, role, content, g, at, n)),"
-    " keyed AS (INSERT INTO retry_keys (project_id, key_digest, fingerprint, observation_id)"
-    "  SELECT %(p)s, %(d)s, %(f)s, turn.id FROM turn WHERE %(d)s::bytea IS NOT NULL)"
-    " SELECT log_offset FROM turn"
+    "  SELECT m.id, m.turn, %(p)s, m.subject, m.ordinal, m.role, m.content, m.g, m.at"
+    "  FROM unnest(%(mids)s::uuid[], %(mturns)s::uuid[], %(msubjects)s::text[],"
+    "  %(ordinals)s::int[], %(roles)s::text[], %(contents)s::text[], %(groups)s::int[],"
+    "  %(times)s::timestamptz[]) AS m(id, turn, subject, ordinal, role, content, g, at)"
+    "  JOIN turn ON turn.id = m.turn),"
 )
+# One statement, committed by itself, for one turn: what its retry key already names, if
+# anything; else claim the next offset and write the turn, its messages and its retry key.
+_APPEND_ONE = (
+    "WITH seen AS (SELECT r.fingerprint, o.id, o.log_offset FROM retry_keys r"
+    "  LEFT JOIN observations o ON o.id = r.observation_id"
+    "  WHERE r.project_id = %(p)s AND r.key_digest = (%(d)s::bytea[])[1]),"
+    " claimed AS (UPDATE projects SET stored = COALESCE(stored, -1) + 1{moved}"
+    "  WHERE id = %(p)s AND NOT EXISTS (SELECT 1 FROM seen) RETURNING stored),"
+    " turn AS (INSERT INTO observations (id, project_id, log_offset, data_subject_id,"
+    "  occurred_at, formed_at) SELECT (%(o)s::uuid[])[1], %(p)s, stored, (%(s)s::text[])[1],"
+    "  (%(t)s::timestamptz[])[1], CASE WHEN %(formed)s THEN now() END FROM claimed"
+    "  RETURNING id, log_offset),"
+    + _SAID
+    + " keyed AS (INSERT INTO retry_keys (project_id, key_digest, fingerprint, observation_id)"
+    "  SELECT %(p)s, (%(d)s::bytea[])[1], (%(f)s::bytea[])[1], turn.id FROM turn"
+    "  WHERE (%(d)s::bytea[])[1] IS NOT NULL)"
+    " SELECT 1::bigint, log_offset, NULL::bytea, NULL::uuid FROM turn"
+    " UNION ALL SELECT 1, log_offset, fingerprint, id FROM seen"
+)
+# The same for a group of turns: the turns whose keys are not seen claim that many offsets at
+# once, in the group's order.
+_APPEND_GROUP = (
+    "WITH given AS (SELECT * FROM unnest(%(o)s::uuid[], %(s)s::text[], %(t)s::timestamptz[],"
+    "  %(d)s::bytea[], %(f)s::bytea[]) WITH ORDINALITY AS g(id, subject, at, digest, print, n)),"
+    " seen AS (SELECT g.n, r.fingerprint, o.id, o.log_offset FROM given g"
+    "  JOIN retry_keys r ON r.project_id = %(p)s AND r.key_digest = g.digest"
+    "  LEFT JOIN observations o ON o.id = r.observation_id),"
+    " fresh AS (SELECT g.*, row_number() OVER (ORDER BY g.n) AS k,"
+    "  count(*) OVER () AS total FROM given g WHERE g.n NOT IN (SELECT n FROM seen)),"
+    " claimed AS (UPDATE projects SET stored = COALESCE(stored, -1)"
+    "  + (SELECT count(*) FROM fresh){moved}"
+    "  WHERE id = %(p)s AND EXISTS (SELECT 1 FROM fresh) RETURNING stored),"
+    " turn AS (INSERT INTO observations (id, project_id, log_offset, data_subject_id,"
+    "  occurred_at, formed_at) SELECT f.id, %(p)s, c.stored - f.total + f.k, f.subject, f.at,"
+    "  CASE WHEN %(formed)s THEN now() END FROM fresh f, claimed c"
+    "  RETURNING id, log_offset),"
+    + _SAID
+    + " keyed AS (INSERT INTO retry_keys (project_id, key_digest, fingerprint, observation_id)"
+    "  SELECT %(p)s, f.digest, f.print, f.id FROM fresh f JOIN turn ON turn.id = f.id"
+    "  WHERE f.digest IS NOT NULL)"
+    " SELECT f.n, turn.log_offset, NULL::bytea, NULL::uuid FROM fresh f"
+    "  JOIN turn ON turn.id = f.id"
+    " UNION ALL SELECT n, log_offset, fingerprint, id FROM seen"
+)
+# For turns formed at once: `formed` moves with the claim when no turn before them waits. Only
+# in these statements, never behind a parameter in the others: an append that waited for the
+# project's row evaluates every subquery of the update again, and this one reads the
+# unformed turns.
+_MOVED = (
+    ", formed = CASE WHEN NOT EXISTS (SELECT 1 FROM observations u"
+    "  WHERE u.project_id = %(p)s AND u.formed_at IS NULL AND u.parked_at IS NULL)"
+    "  THEN COALESCE(stored, -1) + {claimed} ELSE formed END"
+)
+APPEND: dict[tuple[bool, bool], str] = {  # by (one turn, formed at once)
+    (True, True): _APPEND_ONE.format(moved=_MOVED.format(claimed="1")),
+    (True, False): _APPEND_ONE.format(moved=""),
+    (False, True): _APPEND_GROUP.format(
+        moved=_MOVED.format(claimed="(SELECT count(*) FROM fresh)")
+    ),
+    (False, False): _APPEND_GROUP.format(moved=""),
+}
+RETRY_KEY = "retry_keys_pkey"  # the constraint a concurrent first attempt with a key trips
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,63 +105,56 @@ class Retry:
     log_offset: int | None
 
 
-async def retried(conn: Conn, project_id: int, key: uuid.UUID, digest: bytes) -> Retry | None:
-    """Serialize attempts with one retry key until the transaction ends; what it names, if any."""
-    await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (project_id, str(key)))
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A turn to append: its id, subject, time, messages, and its retry key's digest (None:
+    no key) with the fingerprint a retry must repeat."""
+
+    observation_id: uuid.UUID
+    subject: str | None
+    occurred_at: datetime
+    messages: list[Said]
+    digest: bytes | None
+    fingerprint: bytes
+
+    @property
+    def size(self) -> int:
+        return sum(len(m.content) for m in self.messages)
+
+
+async def append_group(
+    conn: Conn, project_id: int, turns: list[NewTurn], *, formed: bool
+) -> list[int | Retry]:
+    """Append `turns` (no two with one retry key) in one statement that commits itself (`conn`
+    autocommits), so the project's row is locked for that statement and its commit alone; for
+    each turn, its log offset, or what its retry key already names (it is then not written).
+    `formed`: the turns count as formed at once (no worker forms them)."""
+    said = [(turn, m) for turn in turns for m in turn.messages]
+    ordinals = [i for turn in turns for i in range(len(turn.messages))]
     cursor = await conn.execute(
-        "SELECT r.fingerprint, o.id, o.log_offset FROM retry_keys r "
-        "LEFT JOIN observations o ON o.id = r.observation_id "
-        "WHERE r.project_id = %s AND r.key_digest = %s",
-        (project_id, digest),
-    )
-    row = await cursor.fetchone()
-    return None if row is None else Retry(bytes(row[0]), row[1], row[2])
-
-
-async def append(
-    conn: Conn,
-    project_id: int,
-    observation_id: uuid.UUID,
-    subject: str | None,
-    occurred_at: datetime,
-    messages: list[Said],
-    *,
-    formed: bool,
-    digest: bytes | None,
-    fingerprint: bytes,
-) -> AsyncCursor[Any]:
-    """Send the one statement that appends a turn; `offset_of` its cursor reads the log offset.
-    `digest`: the retry key's digest to remember with the turn's `fingerprint` (None: no key);
-    `formed`: the turn counts as formed at once (no worker forms it).
-
-    The statement locks the project's row until the transaction ends. In a pipeline, read the
-    offset after the transaction block: its COMMIT then goes out with the statement, and the
-    lock is held for the statement and the commit alone, not while the answer travels back."""
-    return await conn.execute(
-        APPEND,
+        APPEND[len(turns) == 1, formed],
         {
             "p": project_id,
-            "o": observation_id,
-            "s": subject,
-            "t": occurred_at,
             "formed": formed,
-            "d": digest,
-            "f": fingerprint,
-            "ids": [uuid.uuid4() for _ in messages],
-            "roles": [m.role for m in messages],
-            "contents": [m.content for m in messages],
-            "groups": [m.group for m in messages],
-            "times": [m.occurred_at for m in messages],
+            "o": [turn.observation_id for turn in turns],
+            "s": [turn.subject for turn in turns],
+            "t": [turn.occurred_at for turn in turns],
+            "d": [turn.digest for turn in turns],
+            "f": [turn.fingerprint for turn in turns],
+            "mids": [uuid.uuid4() for _ in said],
+            "mturns": [turn.observation_id for turn, _ in said],
+            "msubjects": [turn.subject for turn, _ in said],
+            "ordinals": ordinals,
+            "roles": [m.role for _, m in said],
+            "contents": [m.content for _, m in said],
+            "groups": [m.group for _, m in said],
+            "times": [m.occurred_at for _, m in said],
         },
     )
-
-
-async def offset_of(appended: AsyncCursor[Any]) -> int:
-    """The log offset `append` claimed."""
-    row = await appended.fetchone()
-    assert row is not None
-    offset: int = row[0]
-    return offset
+    outcomes: dict[int, int | Retry] = {}
+    for n, offset, seen, observation in await cursor.fetchall():
+        outcomes[n] = offset if seen is None else Retry(bytes(seen), observation, offset)
+    return [outcomes[n] for n in range(1, len(turns) + 1)]
 
 
 async def claim_offset(conn: Conn, project_id: int) -> int:

@@ -15,7 +15,7 @@ from satchel.memory.api.bodies import REQUIRED_BODY, Answer, Body, Text, Timesta
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.log import Said, append, freshness, offset_of, retried
+from satchel.memory.store.log import NewTurn, Said, freshness
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -166,41 +166,23 @@ async def observe(
         Said(m.role, m.content, group, m.occurred_at or turn_time)
         for m, group in zip(body.messages, groups, strict=True)
     ]
-    # Pipelined: BEGIN goes with the first statement, and COMMIT with the append, whose answer
-    # is read after the transaction block (see `append`).
-    pool = request.app.state.pool
-    async with pool.connection() as conn, conn.pipeline():
-        async with conn.transaction():
-            if key is not None and digest is not None:
-                seen = await retried(conn, grant.project_id, key, digest)
-                if seen is not None:
-                    if seen.observation_id is None or seen.fingerprint != print_:
-                        raise ApiError(
-                            409,
-                            "idempotency_conflict",
-                            "idempotency key was already used for a different or erased"
-                            " observation",
-                        )
-                    assert seen.log_offset is not None
-                    return Receipt(
-                        id=str(seen.observation_id),
-                        scope=grant.project,
-                        log_offset=seen.log_offset,
-                    )
-            observation_id = uuid.uuid4()
-            appended = await append(
-                conn,
-                grant.project_id,
-                observation_id,
-                subject,
-                turn_time,
-                said,
-                formed=request.app.state.settings.form_on_store,
-                digest=digest,
-                fingerprint=print_,
-            )
-        offset = await offset_of(appended)
-    return Receipt(id=str(observation_id), scope=grant.project, log_offset=offset)
+    observation_id = uuid.uuid4()
+    outcome = await request.app.state.appender.append(
+        grant.project_id,
+        NewTurn(observation_id, subject, turn_time, said, digest, print_),
+    )
+    if isinstance(outcome, int):
+        return Receipt(id=str(observation_id), scope=grant.project, log_offset=outcome)
+    if outcome.observation_id is None or outcome.fingerprint != print_:
+        raise ApiError(
+            409,
+            "idempotency_conflict",
+            "idempotency key was already used for a different or erased observation",
+        )
+    assert outcome.log_offset is not None
+    return Receipt(
+        id=str(outcome.observation_id), scope=grant.project, log_offset=outcome.log_offset
+    )
 
 
 @router.get("/v1/freshness", response_model=Freshness, **access("read"))
