@@ -24,7 +24,9 @@ from satchel.memory.passages.search import (
     SESSION_TOP,
     SESSION_WEIGHT,
     Scope,
+    Terms,
     coverage_and_lexemes,
+    placed,
     text_ranking,
     weigh,
     with_neighbours,
@@ -333,7 +335,8 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
 
     async def smoothed() -> dict[uuid.UUID, float]:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
-            return dict(await with_neighbours(conn, scores))
+            found = await placed(conn, list(scores), None, Terms([], ""), set())
+            return dict(with_neighbours(scores, found))
 
     found = asyncio.run(smoothed())
     sessions: dict[Any, list[float]] = {}

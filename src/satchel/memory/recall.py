@@ -288,9 +288,10 @@ def _anchors(found_terms: list[str], matched: list[Entity]) -> list[Anchor]:
     return [Anchor(str(e.id), e.name, e.kind, e.normalized) for e in ranked]
 
 
-async def _passages(
-    conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None
-) -> tuple[list[RecalledPassage], bool]:
+Searched = tuple[list[RecalledPassage], bool]
+
+
+async def _passages(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None) -> Searched:
     """Up to 8 passages of observed turns (authored records answer as facts), and whether their
     ranking had vectors behind it."""
     roles = tuple(ask.controls.source_roles)
@@ -330,28 +331,29 @@ async def recall(
 ) -> Bundle:
     """Answer `ask` from the project's facts and passages (reports answer nothing yet).
 
-    The passage search starts first, so the question is embedded while the facts are read; it
-    runs on `spare` when there is one (beside the facts, in the database too), else it shares
-    `conn`, which runs the two's statements one at a time.
+    With a `spare` connection the passage search starts first and runs on it, beside the
+    facts (in the database too), so the question is embedded while the facts are read.
+    Without one it runs after the facts on `conn`: a connection runs one statement at a time,
+    and the search's pipelines cannot share it with statements of another task.
     """
-    controls = ask.controls
-    searching = None
-    if "passages" in controls.surfaces:
-        searching = asyncio.ensure_future(_passages(spare or conn, project_id, ask, embedder))
+    started = None
+    if "passages" in ask.controls.surfaces and spare is not None:
+        started = asyncio.ensure_future(_passages(spare, project_id, ask, embedder))
     try:
-        return await _recall(conn, project_id, ask, searching)
+        return await _recall(conn, project_id, ask, embedder, started)
     finally:
-        if searching is not None:
-            await asyncio.wait([searching])
-            if not searching.cancelled():
-                searching.exception()  # a search whose answer was not needed fails quietly
+        if started is not None:
+            await asyncio.wait([started])
+            if not started.cancelled():
+                started.exception()  # a search whose answer was not needed fails quietly
 
 
 async def _recall(
     conn: Conn,
     project_id: int,
     ask: Ask,
-    searching: asyncio.Future[tuple[list[RecalledPassage], bool]] | None,
+    embedder: Embedder | None,
+    started: asyncio.Future[Searched] | None,
 ) -> Bundle:
     controls = ask.controls
     found_terms = terms(ask.question)
@@ -396,8 +398,8 @@ async def _recall(
     if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or not anchors):
         degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
     passages: list[RecalledPassage] = []
-    if searching is not None and not spent:
-        found, vectored = await searching
+    if "passages" in controls.surfaces and not spent:
+        found, vectored = await (started or _passages(conn, project_id, ask, embedder))
         for passage in found:
             if characters + passage.charge() > controls.max_characters:
                 truncated = True

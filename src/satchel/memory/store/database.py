@@ -79,14 +79,14 @@ def open_pool(url: str, size: int) -> AsyncConnectionPool:
 
 @asynccontextmanager
 async def spare_connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection[Any] | None]:
-    """A second connection for work that can run beside the request's first, when one is free
-    at once; None otherwise. A request holding a connection never waits for another, so
-    requests cannot deadlock over the pool."""
+    """A second, autocommitting connection for work that can run beside the request's first,
+    when one is free at once; None otherwise. A request holding a connection never waits for
+    another, so requests cannot deadlock over the pool."""
     async with AsyncExitStack() as stack:
         conn = None
         if pool.get_stats().get("pool_available"):
             with suppress(PoolTimeout):
-                conn = await stack.enter_async_context(pool.connection(timeout=SPARE_WAIT))
+                conn = await stack.enter_async_context(autocommitting(pool, SPARE_WAIT))
         yield conn
 
 

@@ -34,7 +34,7 @@ from satchel.memory.recall import (
     QuestionRefused,
     recall,
 )
-from satchel.memory.store.database import spare_connection
+from satchel.memory.store.database import autocommitting, spare_connection
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -188,7 +188,7 @@ async def recalls(
     embedder = await query_embedder() if "passages" in controls.surfaces else None
     try:
         pool = request.app.state.pool
-        async with pool.connection() as conn, spare_connection(pool) as spare:
+        async with autocommitting(pool) as conn, spare_connection(pool) as spare:
             bundle = await recall(conn, grant.project_id, ask, embedder, spare)
     except QuestionRefused as refused:
         raise ApiError(400, "invalid_question", f"question: {refused}") from None
