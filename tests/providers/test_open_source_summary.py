@@ -80,7 +80,7 @@ def test_summarize_sends_accepted_history_and_prompt_without_pending_inputs(
             {"request.max_tokens": DELETE, "request.max_completion_tokens": 4096},
             {"max_completion_tokens": 8000},
         ),
-        ({"runtime.compaction.summary_max_tokens": DELETE}, {"max_tokens": 32768}),
+        ({"runtime.compaction.summary_max_output_tokens": DELETE}, {"max_tokens": 32768}),
     ],
     ids=["max_tokens", "max_completion_tokens", "request-limit"],
 )

@@ -62,10 +62,10 @@ def test_the_example_profiles_build_their_adapters() -> None:
 REFUSED = [
     (ROLLING, {"runtime.adapter_id": "acme.chat.v9"}, "runtime.adapter_id"),
     (ROLLING, {"runtime.adapter_id": "openai.responses.v1"}, "runtime.adapter_id"),
-    (ROLLING, {"runtime.strategy": "continuous_conversation"}, "runtime.strategy"),
-    (ROLLING, {"runtime.strategy": "previous_response_id"}, "runtime.strategy"),
-    (ROLLING, {"runtime.strategy": "bogus"}, "runtime.strategy"),
-    (OPEN, {"runtime.strategy": "manual_rolling"}, "runtime.strategy"),
+    (ROLLING, {"runtime.state": "continuous_conversation"}, "runtime.state"),
+    (ROLLING, {"runtime.state": "previous_response_id"}, "runtime.state"),
+    (ROLLING, {"runtime.state": "bogus"}, "runtime.state"),
+    (OPEN, {"runtime.state": "manual_rolling"}, "runtime.state"),
     (ROLLING, {"runtime.compaction.strategy": "harness_summary"}, "runtime.compaction.strategy"),
     (OPEN, {"runtime.compaction.strategy": "native"}, "runtime.compaction.strategy"),
     (OPEN, {"runtime.compaction.trigger_tokens": DELETE}, "runtime.compaction.trigger_tokens"),
@@ -125,6 +125,32 @@ REFUSED = [
     (ROLLING, {"client.organization": "org"}, "client.organization: unknown field"),
     (OPEN, {"pricing.cached_per_million": 0.1}, "pricing.cached_per_million: unknown field"),
     (ROLLING, {"agent": DELETE}, "agent"),
+    (ROLLING, {"agent.analysis_mode": True}, "agent.analysis_mode: unknown field"),
+    (ROLLING, {"agent.MAX_RETRIES": -1}, "agent.MAX_RETRIES"),
+    (ROLLING, {"agent.MAX_ATTEMPTS": 3}, "agent.MAX_ATTEMPTS: unknown field"),
+    (
+        ROLLING,
+        {"agent.include_carry_forward_instruction": False},
+        "agent.include_carry_forward_instruction",
+    ),
+    (
+        OPEN,
+        {"agent.include_carry_forward_instruction": True},
+        "agent.include_carry_forward_instruction",
+    ),
+    (ROLLING, {"runtime.adapter_id": DELETE}, "runtime.adapter_id"),
+    (
+        ROLLING,
+        {"runtime.adapter_id": DELETE, "runtime.sdk": "openai-python", "runtime.api": "responses"},
+        "runtime.api: openai-python/responses needs the adapter openai.responses.v1",
+    ),
+    (
+        ROLLING,
+        {"runtime.adapter_id": DELETE, "runtime.sdk": "acme", "runtime.api": "chat"},
+        "runtime.api: unknown sdk/api acme/chat",
+    ),
+    (ROLLING, {"runtime.api": "messages"}, "runtime.api"),
+    (ROLLING, {"pricing.output": DELETE}, "pricing"),
 ]
 
 
@@ -269,3 +295,60 @@ def test_the_key_is_read_from_the_named_variable_and_sent_as_a_bearer_token() ->
     run_once(adapt, [user("frame 1")])
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in str(adapt.settings())
+
+
+PUBLIC = """
+- id: "gpt-5-4-chat"
+  agent:
+    MAX_ACTIONS_BASELINE_MULTIPLIER: 5.0
+    MAX_CONTEXT_LENGTH: 175_000
+  runtime:
+    sdk: "openai-python"
+    api: "chat_completions"
+    state: "manual_rolling"
+  client:
+    base_url: "https://api.openai.com/v1"
+    api_key_env: "OPENAI_API_KEY"
+  request:
+    model: "gpt-5.4-2026-03-05"
+    max_completion_tokens: 128_000
+    reasoning_effort: "high"
+  pricing:
+    input: 2.50
+    output: 15.00
+- id: "router-unpriced"
+  agent:
+    MAX_CONTEXT_LENGTH: 175_000
+  runtime:
+    sdk: "openai-python"
+    api: "chat_completions"
+    state: "manual_rolling"
+  client:
+    api_key_env: "ROUTER_API_KEY"
+  request:
+    model: "some/model"
+  pricing: {}
+"""
+
+
+def test_profiles_of_the_public_harness_load_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "model_configs.yaml"
+    path.write_text(PUBLIC, encoding="utf-8")
+    profiles = load_profiles(path)
+    chat = profiles["gpt-5-4-chat"]
+    assert chat.runtime.adapter == "openai.chat_completions.v1"
+    assert chat.runtime.strategy == "manual_rolling"
+    assert chat.agent.MAX_ACTIONS_BASELINE_MULTIPLIER == 5.0
+    assert chat.agent.MAX_ANIMATION_FRAMES == 7  # the public harness's default
+    assert chat.retry_policy().max_attempts == 4  # MAX_RETRIES 3: four attempts
+    prices = chat.prices()
+    assert prices is not None and (prices.input_per_million, prices.output_per_million) == (
+        2.5,
+        15.0,
+    )
+    assert profiles["router-unpriced"].prices() is None
+
+
+def test_the_older_name_of_continuous_conversation_is_understood() -> None:
+    profile = load(entry(OPEN, {"runtime.state": "encrypted_replay"}))
+    assert profile.runtime.strategy == "continuous_conversation"

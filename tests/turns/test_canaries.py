@@ -37,10 +37,10 @@ def profile(adapter_id: str, stream: bool) -> Any:
     }
     runtime: dict[str, Any] = {"adapter_id": adapter_id}
     if adapter_id == "openai.chat_completions.v1":
-        runtime["strategy"] = "manual_rolling"
+        runtime["state"] = "manual_rolling"
         request["extra_headers"] = {"Authorization": AUTH_HEADER}
     else:
-        runtime["strategy"] = "continuous_conversation"
+        runtime["state"] = "continuous_conversation"
         runtime["compaction"] = {"strategy": "harness_summary", "trigger_tokens": 100_000}
     entry = {
         "id": "canary",

@@ -29,16 +29,19 @@ class _Section(BaseModel):
 
 
 class AgentSection(_Section):
+    """The agent's limits, named as the public ARC-AGI-3 benchmarking harness names them."""
+
     MAX_CONTEXT_LENGTH: int = Field(gt=0)
-    MAX_ATTEMPTS: int = Field(default=3, ge=1, le=20)
-    ACTION_BUDGET_MULTIPLIER: float = Field(default=5.0, gt=0)
-    MAX_ANIMATION_FRAMES: int = Field(default=3, ge=1, le=64)
+    MAX_RETRIES: int = Field(default=3, ge=0, le=19)  # retries after the first attempt
+    MAX_ACTIONS_BASELINE_MULTIPLIER: float = Field(default=5.0, gt=0)
+    MAX_ANIMATION_FRAMES: int = Field(default=7, ge=1, le=64)
+    include_carry_forward_instruction: bool | None = None  # automatic; checked when given
 
 
 class CompactionSection(_Section):
     strategy: Literal["none", "harness_summary", "native"] = "none"
     trigger_tokens: int | None = Field(default=None, gt=0)
-    summary_max_tokens: int | None = Field(default=None, gt=0)
+    summary_max_output_tokens: int | None = Field(default=None, gt=0)
     summary_input_headroom_tokens: int = Field(default=8_000, ge=0)
     max_summary_attempts: int = Field(default=3, ge=1, le=10)
 
@@ -48,12 +51,47 @@ class TrimSection(_Section):
     target_fraction: float = Field(default=0.7, gt=0, le=1)
 
 
+Strategy = Literal["manual_rolling", "previous_response_id", "continuous_conversation"]
+# The public harness's `runtime.sdk` / `runtime.api` pairs, and the adapter each names.
+SDK_APIS: dict[tuple[str, str], str] = {
+    ("openai-python", "chat_completions"): "openai.chat_completions.v1",
+    ("openai-python", "responses"): "openai.responses.v1",
+    ("anthropic-python", "messages"): "anthropic.messages.v1",
+    ("google-genai", "interactions"): "google.interactions.v1",
+}
+# The older name of a strategy in public profiles.
+STATE_ALIASES = {"encrypted_replay": "continuous_conversation"}
+
+
 class RuntimeSection(_Section):
-    adapter_id: str
-    strategy: Literal["manual_rolling", "previous_response_id", "continuous_conversation"]
+    """Which adapter and state strategy: `adapter_id`, or the public harness's `sdk` and `api`
+    (`state` is the strategy)."""
+
+    adapter_id: str | None = None
+    sdk: str | None = None
+    api: str | None = None
+    state: Strategy
     compaction: CompactionSection = CompactionSection()
     reasoning_replay: tuple[Literal["reasoning_content", "reasoning"], ...] | None = None
     trim: TrimSection = TrimSection()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_state_names(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("state") in STATE_ALIASES:
+            return {**data, "state": STATE_ALIASES[data["state"]]}
+        return data
+
+    @property
+    def strategy(self) -> str:
+        return self.state
+
+    @property
+    def adapter(self) -> str:
+        """The adapter id, named or implied by `sdk` and `api` (checked at load time)."""
+        if self.adapter_id is not None:
+            return self.adapter_id
+        return SDK_APIS[(self.sdk or "", self.api or "")]
 
 
 class ClientSection(_Section):
@@ -64,8 +102,10 @@ class ClientSection(_Section):
 
 
 class PricingSection(_Section):
-    input_per_million: float = Field(ge=0)
-    output_per_million: float = Field(ge=0)
+    """Prices per million tokens; an empty section (`{}`) means none configured."""
+
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
 
 
 class Profile(_Section):
@@ -84,16 +124,17 @@ class Profile(_Section):
         return self
 
     def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(max_attempts=self.agent.MAX_ATTEMPTS)
+        return RetryPolicy(max_attempts=self.agent.MAX_RETRIES + 1)
 
     def prices(self) -> Pricing | None:
-        if self.pricing is None:
+        pricing = self.pricing
+        if pricing is None or pricing.input is None or pricing.output is None:
             return None
-        return Pricing(self.pricing.input_per_million, self.pricing.output_per_million)
+        return Pricing(pricing.input, pricing.output)
 
     def output_limit(self) -> int | None:
         """The request's output limit; a present but non-positive value is refused."""
-        for key in ("max_completion_tokens", "max_tokens"):
+        for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
             if key not in self.request:
                 continue
             value = self.request[key]
@@ -112,27 +153,31 @@ def _check(profile: Profile) -> None:
     if not _PROFILE_ID.fullmatch(profile.id):
         raise _FieldError("id", "letters, digits, '.', '_' and '-' only")
     runtime = profile.runtime
-    if runtime.adapter_id not in REGISTRY:
-        known = ", ".join(d.adapter_id for d in REGISTRY)
-        raise _FieldError(
-            "runtime.adapter_id", f"unknown adapter id {runtime.adapter_id!r} (known: {known})"
-        )
-    descriptor = REGISTRY.descriptor(runtime.adapter_id)
+    adapter_id = _adapter_id(runtime)
+    descriptor = REGISTRY.descriptor(adapter_id)
     if runtime.strategy not in descriptor.strategies:
         raise _FieldError(
-            "runtime.strategy",
-            f"{runtime.adapter_id} supports {', '.join(descriptor.strategies)}, "
-            f"not {runtime.strategy}",
+            "runtime.state",
+            f"{adapter_id} supports {', '.join(descriptor.strategies)}, not {runtime.strategy}",
         )
+    carry = profile.agent.include_carry_forward_instruction
+    if carry is not None and carry != (runtime.strategy == "manual_rolling"):
+        raise _FieldError(
+            "agent.include_carry_forward_instruction",
+            "the carry-forward instruction is given exactly to manual_rolling profiles "
+            f"(automatic); {runtime.strategy} cannot have it {'on' if carry else 'off'}",
+        )
+    pricing = profile.pricing
+    if pricing is not None and (pricing.input is None) != (pricing.output is None):
+        raise _FieldError("pricing", "give both input and output prices, or neither")
     compaction = runtime.compaction
     if compaction.strategy not in descriptor.compaction:
         raise _FieldError(
             "runtime.compaction.strategy",
-            f"{runtime.adapter_id} supports {', '.join(descriptor.compaction)}, "
-            f"not {compaction.strategy}",
+            f"{adapter_id} supports {', '.join(descriptor.compaction)}, not {compaction.strategy}",
         )
     try:
-        REQUEST_VALIDATORS[runtime.adapter_id](profile.request)
+        REQUEST_VALIDATORS[adapter_id](profile.request)
     except ConfigurationError as exc:
         raise ValueError(str(exc)) from None
     if compaction.strategy == "harness_summary":
@@ -158,6 +203,37 @@ def _check(profile: Profile) -> None:
             "client.api_key_env",
             "expected the NAME of an environment variable (A-Z, 0-9, _), never the key itself",
         )
+
+
+def _adapter_id(runtime: RuntimeSection) -> str:
+    """The registered adapter the runtime section names, or a refusal naming the field."""
+    known = ", ".join(d.adapter_id for d in REGISTRY)
+    if runtime.adapter_id is None:
+        if runtime.sdk is None or runtime.api is None:
+            raise _FieldError("runtime.adapter_id", "name an adapter id, or runtime.sdk and api")
+        implied = SDK_APIS.get((runtime.sdk, runtime.api))
+        if implied is None:
+            pairs = ", ".join(f"{sdk}/{api}" for sdk, api in SDK_APIS)
+            raise _FieldError(
+                "runtime.api", f"unknown sdk/api {runtime.sdk}/{runtime.api} (known: {pairs})"
+            )
+        if implied not in REGISTRY:
+            raise _FieldError(
+                "runtime.api",
+                f"{runtime.sdk}/{runtime.api} needs the adapter {implied}, which this "
+                f"installation does not have (known: {known})",
+            )
+        return implied
+    if runtime.adapter_id not in REGISTRY:
+        raise _FieldError(
+            "runtime.adapter_id", f"unknown adapter id {runtime.adapter_id!r} (known: {known})"
+        )
+    surface = REGISTRY.descriptor(runtime.adapter_id).api_surface
+    if runtime.api is not None and runtime.api.replace("_", ".") != surface:
+        raise _FieldError(
+            "runtime.api", f"{runtime.adapter_id} speaks {surface}, not {runtime.api}"
+        )
+    return runtime.adapter_id
 
 
 def _check_summary_budget(profile: Profile) -> None:
@@ -253,7 +329,7 @@ def build_adapter(
         max_retries=profile.client.max_retries,
         http_client=http_client,
     )
-    return REGISTRY.create(profile.runtime.adapter_id, client=client, profile=profile)
+    return REGISTRY.create(profile.runtime.adapter, client=client, profile=profile)
 
 
 def _describe(exc: ValidationError) -> str:

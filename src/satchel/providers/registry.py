@@ -29,7 +29,7 @@ def _open_source_chat(client: openai.OpenAI, profile: Profile) -> ProviderAdapte
         client,
         profile.request,
         reasoning_replay=profile.runtime.reasoning_replay or ("reasoning_content",),
-        summary_max_tokens=profile.runtime.compaction.summary_max_tokens,
+        summary_max_tokens=profile.runtime.compaction.summary_max_output_tokens,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -368,8 +368,10 @@ class Session:
         started_at: datetime,
         game: str | None = None,
         config_id: str | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Build `run_meta.json` (written when the session has records) and return it."""
+        """Build `run_meta.json` (written when the session has records) and return it;
+        `details` (the caller's own fields, such as a game's score) are added to it."""
         policy = self.compactor.policy() if self.compactor else {"strategy": "none"}
         meta: dict[str, Any] = {
             "run_id": run_id,
@@ -391,6 +393,7 @@ class Session:
                 compactions=self._compactions,
             ),
         }
+        meta.update(details or {})
         if self.records is not None:
             self.records.write_run_meta(meta)
         return meta

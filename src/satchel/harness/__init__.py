@@ -1,0 +1,1 @@
+"""The ARC-AGI-3 benchmarking harness."""

@@ -1,0 +1,154 @@
+"""`satchel run`: find the profile and the games, play them with a live display, summarize."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from satchel.harness.display import progress_table, summary_table
+from satchel.harness.environments import Arena
+from satchel.harness.runner import FAILED_EXITS, RunPlan, run_games
+from satchel.providers import Profile, example_profiles, load_profiles
+
+TAG = "satchel"
+
+
+class UsageProblem(ValueError):
+    """The command line asks for something that cannot be run (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """The options of `satchel run`, as given."""
+
+    config: str | None
+    games: tuple[str, ...]
+    profiles: tuple[Path, ...] = ()
+    parallel: int = 1
+    offline: bool | None = None  # None: offline unless ARC_API_KEY is set
+    runs_dir: Path = Path("runs")
+    tags: tuple[str, ...] = ()
+    max_actions: int | None = None
+    time_limit_s: float | None = None
+    environments_dir: Path | None = None
+
+
+def profiles_of(paths: Sequence[Path]) -> dict[str, Profile]:
+    """The example profiles, then every given file's (a later id replaces an earlier one)."""
+    found = example_profiles()
+    for path in paths:
+        found.update(load_profiles(path))
+    return found
+
+
+def arena_for(options: RunOptions, profile_id: str, env: Mapping[str, str]) -> Arena:
+    key = env.get("ARC_API_KEY", "")
+    online = not options.offline if options.offline is not None else bool(key)
+    return Arena(
+        online=online,
+        environments_dir=options.environments_dir,
+        api_key=key,
+        base_url=env.get("ARC_BASE_URL") or None,
+        tags=[TAG, profile_id, *options.tags],
+        recordings_dir=options.runs_dir / "recordings",
+    )
+
+
+def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = None) -> int:
+    """Play the games; the exit code is 1 when a game ended in API_ERROR or AGENT_ERROR."""
+    env = os.environ if env is None else env
+    profile = _profile(options)
+    if not options.games:
+        raise UsageProblem("name at least one game with --game (see --list-games)")
+    if options.parallel < 1:
+        raise UsageProblem("--parallel must be at least 1")
+    plan = RunPlan(
+        profile=profile,
+        games=options.games,
+        runs_dir=options.runs_dir,
+        parallel=options.parallel,
+        max_actions=options.max_actions,
+        time_limit_s=options.time_limit_s,
+        env=env,
+    )
+    arena = arena_for(options, profile.id, env)
+    stop = threading.Event()
+    try:
+        with _interrupts(stop, console), Live(console=console, transient=False) as live:
+            played = run_games(
+                plan, arena, stop=stop, progress=lambda boards: live.update(progress_table(boards))
+            )
+    finally:
+        arena.close()
+    console.print(summary_table(played))
+    return 1 if any(game.result.exit_reason in FAILED_EXITS for game in played) else 0
+
+
+def _profile(options: RunOptions) -> Profile:
+    if options.config is None:
+        raise UsageProblem("name a profile with --config (see --list-configs)")
+    profiles = profiles_of(options.profiles)
+    if options.config not in profiles:
+        known = ", ".join(sorted(profiles))
+        raise UsageProblem(f"no profile {options.config!r} (known: {known})")
+    return profiles[options.config]
+
+
+@contextmanager
+def _interrupts(stop: threading.Event, console: Console) -> Iterator[None]:
+    """Ctrl-C (SIGINT) or SIGTERM stops every game after its current action."""
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        if not stop.is_set():
+            console.print("[yellow]stopping after the current actions...[/yellow]")
+        stop.set()
+
+    previous = {s: signal.signal(s, noted) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def games_table(options: RunOptions) -> Table:
+    """The local games with their levels and baselines."""
+    arena = Arena(online=False, environments_dir=options.environments_dir)
+    table = Table(title="local games")
+    for column in ("game", "title", "levels", "baseline actions", "tags"):
+        table.add_column(column, no_wrap=column == "game", overflow="fold")
+    for info in arena.games():
+        table.add_row(
+            info.game_id,
+            info.title,
+            str(len(info.baseline_actions)),
+            ", ".join(map(str, info.baseline_actions)),
+            ", ".join(info.tags),
+        )
+    return table
+
+
+def configs_table(options: RunOptions) -> Table:
+    """The profiles with their adapter and strategy."""
+    table = Table(title="profiles")
+    for column in ("profile", "adapter", "strategy", "compaction", "model"):
+        table.add_column(column, no_wrap=column == "profile", overflow="fold")
+    for profile_id, profile in sorted(profiles_of(options.profiles).items()):
+        table.add_row(
+            profile_id,
+            profile.runtime.adapter,
+            profile.runtime.strategy,
+            profile.runtime.compaction.strategy,
+            str(profile.request.get("model", "")),
+        )
+    return table

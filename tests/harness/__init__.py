@@ -1,0 +1,1 @@
+"""Tests of the ARC-AGI-3 harness."""
