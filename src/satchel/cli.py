@@ -154,14 +154,29 @@ def run_games(
 
 @app.command(name="model-server")
 def model_server(
-    script: Annotated[Path, typer.Argument(help="The replies to serve (YAML or JSON).")],
+    script: Annotated[
+        Path | None, typer.Argument(help="The replies to serve (YAML or JSON).")
+    ] = None,
+    game: Annotated[
+        list[str] | None,
+        typer.Option("--game", help="Serve the shipped replies that win this game; repeatable."),
+    ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
 ) -> None:
     """Serve a scripted OpenAI-compatible model on loopback, for offline runs and demos."""
-    from satchel.harness.scripted import load_script, serve_forever
+    from satchel.harness.scripted import ScriptError, load_script, serve_forever, winning_script
 
-    serve_forever(load_script(script), host, port, announce=console.print)
+    try:
+        replies = dict(load_script(script)) if script is not None else {}
+        replies.update(winning_script(game or ()))
+    except ScriptError as exc:
+        Console(stderr=True).print(f"[red]{exc}[/red]", soft_wrap=True)
+        raise typer.Exit(2) from None
+    if not replies:
+        Console(stderr=True).print("[red]give a script file or --game[/red]")
+        raise typer.Exit(2)
+    serve_forever(replies, host, port, announce=lambda url: console.print(f"serving on {url}"))
 
 
 tokens_app = typer.Typer(help="Create, list and revoke bearer tokens of the memory deployment.")

@@ -6,10 +6,13 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatwire import ChatServer
 from satchel.providers import REGISTRY
 from satchel.turns import RuntimeState, StateError, TurnBoundary
+from satchel.turns.state import check_json
 from turns.kit import open_source_adapter, openai_adapter
 
 OPEN = "open_source.chat_completions.v1"
@@ -210,3 +213,39 @@ def test_boundary_messages_that_are_not_json() -> None:
     bad = TurnBoundary(0, 2, ({"role": "user", "content": float("nan")},))
     with pytest.raises(StateError, match=r"RuntimeState\.accepted_turns\[0\]"):
         state(accepted_turns=(bad,)).validate()
+
+
+_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=5)
+    | st.binary(max_size=3)
+)
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner)
+        | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _round_trips(value: object) -> bool:
+    try:
+        return bool(json.loads(json.dumps(value, allow_nan=False)) == value)
+    except (TypeError, ValueError):
+        return False
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(value=_VALUES)
+def test_a_value_is_json_exactly_when_it_survives_a_round_trip(value: object) -> None:
+    if _round_trips(value):
+        check_json("value", value)
+    else:
+        with pytest.raises(StateError, match=r"value: not JSON"):
+            check_json("value", value)

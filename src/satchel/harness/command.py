@@ -90,6 +90,7 @@ def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = N
             )
     finally:
         arena.close()
+    console.print()
     console.print(summary_table(played))
     return 1 if any(game.result.exit_reason in FAILED_EXITS for game in played) else 0
 

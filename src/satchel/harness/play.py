@@ -226,10 +226,13 @@ class Player:
 
     def _show(self, observation: Observation, status: str) -> None:
         progress = self.progress
-        progress.level = observation.levels_completed + 1
+        level = observation.levels_completed
+        if observation.win_levels:
+            level = min(level, observation.win_levels - 1)  # a won game shows its last level
+        progress.level = level + 1
         progress.win_levels = observation.win_levels
         progress.actions = self.actions
-        progress.budget = self.limits.level_budget(self.baselines, len(self.level_actions) - 1)
+        progress.budget = self.limits.level_budget(self.baselines, level)
         usage = self.session.total_usage
         progress.tokens = usage.input_tokens + usage.output_tokens
         prices = self.session.pricing

@@ -42,6 +42,7 @@ from typing import Any
 
 import yaml
 
+from satchel.compaction import SUMMARY_PROMPT
 from satchel.providers.chat_wire import REASONING_FIELDS
 
 __all__ = [
@@ -225,6 +226,26 @@ def load_script(path: str | Path) -> Script:
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ScriptError(f"{path}: not valid {_format(path)}: {exc}") from None
     return parse_script(data, source=str(path))
+
+
+REPLIES_DIR = Path(__file__).with_name("replies")
+
+
+SUMMARY_KEY = SUMMARY_PROMPT[:40]  # only a harness summary request holds it
+SUMMARIES = 64
+SUMMARY = "So far: I have followed the winning moves for this game; carry on with the next one."
+
+
+def winning_script(game_ids: Sequence[str]) -> Script:
+    """The shipped replies that win each of satchel's own games, one queue per game, and a
+    queue answering harness summary requests (so a compaction does not eat an action's reply)."""
+    shipped = sorted(path.stem for path in REPLIES_DIR.glob("*.yaml"))
+    script: Script = {SUMMARY_KEY: (Reply(SUMMARY),) * SUMMARIES} if game_ids else {}
+    for game_id in game_ids:
+        if game_id not in shipped:
+            raise ScriptError(f"no winning replies for {game_id!r} (shipped: {', '.join(shipped)})")
+        script.update(load_script(REPLIES_DIR / f"{game_id}.yaml"))
+    return script
 
 
 def _format(path: Path) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,17 +122,31 @@ class RuntimeState:
         ).validate()
 
 
+_SCALARS = (str, int, bool, type(None))
+
+
 def check_json(field_name: str, value: object) -> None:
-    """Refuse a value that does not survive a JSON round trip unchanged."""
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise StateError(f"{field_name}: not JSON ({exc})") from None
-    if json.loads(text) != value:
-        raise StateError(
-            f"{field_name}: not JSON (it does not survive a round trip; "
-            "use str keys, lists rather than tuples, and plain JSON values)"
-        )
+    """Refuse a value that would not survive a JSON round trip unchanged: only dicts with str
+    keys, lists, str, int, finite float, bool and None, of exactly those types (a tuple, a
+    subclass or NaN would come back as something else). One walk, no serialization."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            for key, inner in item.items():
+                if type(key) is not str:
+                    raise StateError(f"{field_name}: not JSON (a key {key!r} is not a str)")
+                stack.append(inner)
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is float:
+            if not math.isfinite(item):
+                raise StateError(f"{field_name}: not JSON ({item!r} is not a finite number)")
+        elif type(item) not in _SCALARS:
+            raise StateError(
+                f"{field_name}: not JSON (a {type(item).__name__} does not survive a round "
+                "trip; use str keys, lists rather than tuples, and plain JSON values)"
+            )
 
 
 def check_boundaries(turns: tuple[TurnBoundary, ...]) -> None:
