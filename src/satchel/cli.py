@@ -176,7 +176,11 @@ def model_server(
     if not replies:
         Console(stderr=True).print("[red]give a script file or --game[/red]")
         raise typer.Exit(2)
-    serve_forever(replies, host, port, announce=lambda url: console.print(f"serving on {url}"))
+    try:
+        serve_forever(replies, host, port, announce=lambda url: console.print(f"serving on {url}"))
+    except OSError as exc:
+        Console(stderr=True).print(f"[red]cannot listen on {host}:{port}: {exc.strerror}[/red]")
+        raise typer.Exit(1) from None
 
 
 tokens_app = typer.Typer(help="Create, list and revoke bearer tokens of the memory deployment.")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import signal
 import sys
 import threading
 import time
@@ -47,6 +48,7 @@ from satchel.providers.chat_wire import REASONING_FIELDS
 
 __all__ = [
     "FINISH_REASONS",
+    "SUMMARY_KEY",
     "Reply",
     "ReplyUsage",
     "Script",
@@ -55,6 +57,7 @@ __all__ = [
     "load_script",
     "parse_script",
     "serve_forever",
+    "winning_script",
 ]
 
 FALLBACK = "*"
@@ -602,10 +605,14 @@ def serve_forever(
     port: int = 0,
     announce: Callable[[str], object] = print,
 ) -> None:
-    """Serve `script` until KeyboardInterrupt, announcing the base URL once listening."""
-    with ScriptedModelServer(script, host, port) as server:
-        try:
+    """Serve `script` until SIGINT or SIGTERM, announcing the base URL once listening (from the
+    main thread: the signals are its own while it serves)."""
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with ScriptedModelServer(script, host, port) as server:
             announce(server.base_url)
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
+            stop.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
