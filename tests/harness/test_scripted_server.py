@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -360,17 +361,20 @@ def test_the_open_source_adapter_accepts_a_turn_through_the_server(serve: Any) -
     assert sent["messages"][-1] == user("frame 1")
 
 
-def test_serve_forever_announces_the_url_and_stops_on_keyboard_interrupt() -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_serve_forever_announces_the_url_and_stops_on_a_signal(signum: int) -> None:
     seen: list[str] = []
+    before = signal.getsignal(signum)
 
     def announce(url: str) -> None:
         client = openai.OpenAI(base_url=url, api_key="test", max_retries=0, timeout=5)
         seen.append(ask(client).choices[0].message.content or "")
         seen.append(url)
-        raise KeyboardInterrupt
+        signal.raise_signal(signum)
 
     serve_forever([Reply("HELLO")], port=0, announce=announce)
     assert seen[0] == "HELLO"
     assert seen[1].startswith("http://127.0.0.1:") and seen[1].endswith("/v1")
+    assert signal.getsignal(signum) == before  # the handlers are put back
     with pytest.raises(httpx.ConnectError):
         httpx.get(seen[1] + "/models", timeout=1)

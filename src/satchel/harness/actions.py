@@ -14,7 +14,9 @@ from satchel.harness.frames import COORDINATE_ACTION, GRID_SIZE, action_name
 from satchel.turns import InvalidAnswer
 
 COORDINATE = action_name(COORDINATE_ACTION)
-_NAMED = re.compile(r"\b(RESET|ACTION[1-7])\b(?:[ \t]+(-?\d+)[ \t,]+(-?\d+))?")
+_NAMED = re.compile(
+    r"\b(RESET|ACTION[1-7])\b(?:[ \t]+(-?[0-9]{1,9})[ \t,]+(-?[0-9]{1,9})\b)?", re.ASCII
+)
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
@@ -49,7 +51,7 @@ def _json_document(text: str) -> object | None:
         return None
     try:
         document: object = json.loads(candidate)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, a number too long, nesting too deep
         return None
     return document
 

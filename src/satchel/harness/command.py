@@ -16,11 +16,12 @@ from rich.live import Live
 from rich.table import Table
 
 from satchel.harness.display import progress_table, summary_table
-from satchel.harness.environments import Arena
+from satchel.harness.environments import Arena, ArenaError
 from satchel.harness.runner import FAILED_EXITS, RunPlan, run_games
 from satchel.providers import Profile, example_profiles, load_profiles
 
 TAG = "satchel"
+INTERRUPTED = 130  # the shell's exit code for a run stopped by SIGINT
 
 
 class UsageProblem(ValueError):
@@ -65,7 +66,8 @@ def arena_for(options: RunOptions, profile_id: str, env: Mapping[str, str]) -> A
 
 
 def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = None) -> int:
-    """Play the games; the exit code is 1 when a game ended in API_ERROR or AGENT_ERROR."""
+    """Play the games; the exit code is 1 when a game ended in API_ERROR or AGENT_ERROR or the
+    scorecard would not close, 130 when the run was interrupted."""
     env = os.environ if env is None else env
     profile = _profile(options)
     if not options.games:
@@ -89,10 +91,23 @@ def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = N
                 plan, arena, stop=stop, progress=lambda boards: live.update(progress_table(boards))
             )
     finally:
-        arena.close()
+        closed = _closed(arena, console)
     console.print()
     console.print(summary_table(played))
-    return 1 if any(game.result.exit_reason in FAILED_EXITS for game in played) else 0
+    if stop.is_set():
+        return INTERRUPTED
+    failed = any(game.result.exit_reason in FAILED_EXITS for game in played)
+    return 1 if failed or not closed else 0
+
+
+def _closed(arena: Arena, console: Console) -> bool:
+    """Close the arena; a scorecard the API would not close is reported, not raised."""
+    try:
+        arena.close()
+    except ArenaError as exc:
+        console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        return False
+    return True
 
 
 def _profile(options: RunOptions) -> Profile:
@@ -107,7 +122,8 @@ def _profile(options: RunOptions) -> Profile:
 
 @contextmanager
 def _interrupts(stop: threading.Event, console: Console) -> Iterator[None]:
-    """Ctrl-C (SIGINT) or SIGTERM stops every game after its current action."""
+    """SIGINT or SIGTERM stops every game after its current action (a model call in flight is
+    let finish), and each is recorded as INTERRUPTED."""
 
     def noted(signum: int, frame: FrameType | None) -> None:
         if not stop.is_set():

@@ -52,7 +52,7 @@ def summary_table(played: Sequence[PlayedGame]) -> Table:
             result.exit_reason,
             f"{result.levels_completed}/{result.win_levels}",
             str(result.actions),
-            f"{result.score:.2f}",
+            f"{result.score:.2f}" if result.score is not None else "-",
             str(game.run_dir),
         )
     return table

@@ -8,8 +8,10 @@ Everything the harness sees of a game is an `Observation`; everything it asks of
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +49,11 @@ class Environment:
     def __init__(self, wrapper: EnvironmentWrapper, info: GameInfo) -> None:
         self.wrapper = wrapper
         self.info = info
+
+    def start(self) -> Observation:
+        """The game's first observation: the toolkit resets a game when it makes it."""
+        first = self.wrapper.observation_space
+        return observation(first) if first is not None and first.frame else self.reset()
 
     def reset(self) -> Observation:
         return self._observed(self.wrapper.reset(), "RESET")
@@ -98,12 +105,13 @@ class Arena:
             from arc_agi import Arcade, OperationMode
         except ImportError:
             raise ArenaError(f"the ARC-AGI-3 toolkit is not installed ({INSTALL})") from None
-        quiet = logging.getLogger("satchel.harness.toolkit")
         logging.getLogger("arc_agi.scorecard").setLevel(logging.WARNING)  # it prints to stdout
+        self._no_games = tempfile.TemporaryDirectory(prefix="satchel-online-") if online else None
+        local = environments_dir or (Path(self._no_games.name) if self._no_games else GAMES_DIR)
         settings: dict[str, Any] = {
             "operation_mode": OperationMode.ONLINE if online else OperationMode.OFFLINE,
-            "environments_dir": str(environments_dir or GAMES_DIR),
-            "logger": quiet,
+            "environments_dir": str(local),
+            "logger": _toolkit_log(),
         }
         if recordings_dir is not None:
             settings["recordings_dir"] = str(recordings_dir)
@@ -114,12 +122,13 @@ class Arena:
             if base_url:
                 settings["arc_base_url"] = base_url
         self.online = online
-        self.arcade: Arcade = Arcade(**settings)
         self._lock = threading.Lock()
         self._closed = False
         self.scorecard: str | None = None
-        if online:
-            self.scorecard = self.arcade.open_scorecard(tags=list(tags))
+        with _answered(f"the ARC API at {base_url or 'https://three.arcprize.org'}"):
+            self.arcade: Arcade = Arcade(**settings)
+            if online:
+                self.scorecard = self.arcade.open_scorecard(tags=list(tags))
 
     def games(self) -> list[GameInfo]:
         """The games available, by id."""
@@ -146,10 +155,46 @@ class Arena:
         return Environment(wrapper, info or GameInfo(game_id, game_id, (), ()))
 
     def close(self) -> None:
-        """Close the scorecard (online) once, whatever happened before."""
+        """Close the scorecard (online) once, whatever happened before; `ArenaError` when the
+        API would not close it."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        if self.scorecard is not None:
-            self.arcade.close_scorecard(self.scorecard)
+        try:
+            if self.scorecard is not None:
+                with _answered(f"closing scorecard {self.scorecard}"):
+                    self.arcade.close_scorecard(self.scorecard)
+        finally:
+            if self._no_games is not None:
+                self._no_games.cleanup()
+
+
+@contextmanager
+def _answered(what: str) -> Iterator[None]:
+    """Toolkit and HTTP failures as an `ArenaError` naming `what` (never the key)."""
+    try:
+        yield
+    except ArenaError:
+        raise
+    except Exception as exc:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        reason = f"HTTP {status}" if status is not None else type(exc).__name__
+        hint = " (check ARC_API_KEY)" if status in (401, 403) else ""
+        raise ArenaError(f"{what} failed: {reason}{hint}") from None
+
+
+class _OneLine(logging.Handler):
+    """The toolkit's log, one line a record and no traceback, as satchel's warnings."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            log.warning("toolkit: %s", record.getMessage().splitlines()[0][:300])
+
+
+def _toolkit_log() -> logging.Logger:
+    toolkit = logging.getLogger("satchel.harness.toolkit")
+    if not toolkit.handlers:
+        toolkit.addHandler(_OneLine())
+        toolkit.propagate = False
+    return toolkit

@@ -57,7 +57,7 @@ class Limits:
 
     def level_budget(self, baselines: Sequence[int], level: int) -> int:
         if level < len(baselines) and baselines[level] > 0:
-            return math.ceil(baselines[level] * self.multiplier)
+            return math.ceil(round(baselines[level] * self.multiplier, 6))  # 25 * 2.2 is 55
         return UNBASELINED_LEVEL_BUDGET
 
 
@@ -86,7 +86,7 @@ class GameResult:
     win_levels: int
     actions: int
     steps: int
-    score: float
+    score: float | None  # None: the game's baselines are unknown
     level_actions: tuple[int, ...] = ()
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -105,9 +105,12 @@ class GameResult:
         }
 
 
-def score(baselines: Sequence[int], level_actions: Sequence[int], win_levels: int) -> float:
+def score(baselines: Sequence[int], level_actions: Sequence[int], win_levels: int) -> float | None:
     """The game's score: each completed level `min((baseline / actions)^2 * 100, 115)`,
-    unfinished levels 0, averaged with each level weighted by its number (1, 2, ...)."""
+    unfinished levels 0, averaged with each level weighted by its number (1, 2, ...); None
+    without baselines (a game the ARC API lists without them: its scorecard has the score)."""
+    if not baselines:
+        return None
     levels = max(win_levels, len(baselines), 1)
     total = 0.0
     for index, actions in enumerate(level_actions[:levels]):
@@ -147,7 +150,7 @@ class Player:
         """Play to the end; every ending is a `GameResult`, never an exception."""
         deadline = self.clock() + self.limits.time_limit_s if self.limits.time_limit_s else math.inf
         try:
-            self.observation = self.environment.reset()
+            self.observation = self.environment.start()
             return self._loop(deadline)
         except ArenaError as exc:
             return self._ended("API_ERROR", str(exc))
@@ -193,6 +196,8 @@ class Player:
                     return self._ended("GAME_OVER_BUDGET")
                 observation = self._forced_reset(observation)
                 new_level = reset_allowed = False
+                if self._spent():  # the reset took the last action of the budget
+                    return self._ended("GAME_OVER_BUDGET")
             elif self._spent():
                 return self._ended("ACTION_BUDGET")
 
@@ -206,8 +211,11 @@ class Player:
         observation = self.environment.step(action, reasoning)
         self.actions += 1
         self.level_actions[-1] += 1
-        for _ in range(observation.levels_completed - before.levels_completed):
-            self.level_actions.append(0)
+        levels = observation.levels_completed
+        if levels >= before.levels_completed:
+            self.level_actions += [0] * (levels - before.levels_completed)
+        else:  # a RESET right after a new level restarts the game, and its budgets with it
+            self.level_actions = [*self.level_actions[:levels], 0]
         self.observation = observation
         return observation
 
@@ -268,7 +276,8 @@ def _parser(available: Sequence[str]) -> Callable[[ModelResponse], Action]:
 
 
 def _metadata(accepted: AcceptedTurn[Action]) -> dict[str, Any]:
-    """What the toolkit records with the action, within its 16 KB: readable text only."""
+    """What the toolkit records with the action, within its 16 KB: readable text only. Online
+    the record travels as a JSON string whose own JSON form is checked, so that is measured."""
     response = accepted.response
     record: dict[str, Any] = {
         "step": accepted.step,
@@ -279,8 +288,12 @@ def _metadata(accepted: AcceptedTurn[Action]) -> dict[str, Any]:
         "reasoning": response.reasoning or "",
     }
     room = METADATA_LIMIT_BYTES
-    while len(json.dumps(record).encode()) > METADATA_LIMIT_BYTES and room > 64:
+    while _sent_size(record) > METADATA_LIMIT_BYTES and room > 64:
         room //= 2
         record["response"] = fit_text(response.text, room)
         record["reasoning"] = fit_text(response.reasoning or "", room)
     return record
+
+
+def _sent_size(record: dict[str, Any]) -> int:
+    return len(json.dumps(json.dumps(record)).encode())

@@ -143,4 +143,4 @@ def _play_one(
 
 
 def _unplayed(game_id: str, reason: str, error: str) -> GameResult:
-    return GameResult(game_id, reason, 0, 0, 0, 0, 0.0, error=error)
+    return GameResult(game_id, reason, 0, 0, 0, 0, None, error=error)
