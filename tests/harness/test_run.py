@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,25 @@ def test_the_action_budget_ends_a_game(runner: CliRunner, tmp_path: Path) -> Non
     assert run["score"] == 0
 
 
+def test_games_whose_model_server_is_down_end_in_api_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    with ScriptedModelServer({}) as scripted:
+        down = scripted.base_url  # nothing listens there once the block ends
+    code, output, folders = play(
+        runner,
+        tmp_path,
+        profile_file(tmp_path, down),
+        ["lamp-0001", "tapx-0001"],
+        "--parallel",
+        "2",
+    )
+    assert code == 1, output
+    for game in ("lamp-0001", "tapx-0001"):
+        run = meta(folders[game])
+        assert run["exit_reason"] == "API_ERROR" and run["steps"] == 0
+
+
 def test_a_game_whose_model_fails_ends_in_api_error_while_the_others_finish(
     runner: CliRunner, tmp_path: Path
 ) -> None:
@@ -207,17 +227,27 @@ def test_a_harness_summary_runs_when_the_profile_says_and_bridges_into_the_next_
     assert "green goal" in bridged["continuation"]["bridge"]
 
 
-def test_no_key_or_opaque_blob_reaches_a_record(runner: CliRunner, tmp_path: Path) -> None:
-    replies = [r | {"reasoning": "thinking"} for r in maze_replies()]
+def test_no_key_or_provider_body_reaches_a_record_or_a_log_line(
+    runner: CliRunner, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model's key, and an error body the provider sent (which may echo anything), appear in
+    no file of the run folder, no log line and no output."""
+    planted = ("sk-canary-key-0000", "OPAQUE-BLOB-7f3a")
+    failing = {"status": 503, "error_message": f"upstream said {planted[1]}"}
+    replies = [failing, *(r | {"reasoning": "thinking"} for r in maze_replies())]
+    caplog.set_level(logging.DEBUG)
     with ScriptedModelServer({"maze-0001": replies}) as scripted:
         code, output, folders = play(
             runner, tmp_path, profile_file(tmp_path, scripted.base_url), ["maze-0001"]
         )
     assert code == 0, output
-    for path in folders["maze-0001"].rglob("*"):
-        if path.is_file():
-            assert "sk-canary-key-0000" not in path.read_text(encoding="utf-8", errors="replace")
-    assert "sk-canary-key-0000" not in output
+    first = json.loads(sorted(folders["maze-0001"].glob("step_*.json"))[0].read_text())
+    assert first["retries"][0]["kind"] == "transient"  # the failure was recorded, its body not
+    texts = [path.read_text(encoding="utf-8") for path in folders["maze-0001"].rglob("*.json")]
+    for secret in planted:
+        assert all(secret not in text for text in texts), secret
+        assert secret not in output
+        assert secret not in caplog.text
 
 
 def test_the_games_and_profiles_are_listed(runner: CliRunner) -> None:
