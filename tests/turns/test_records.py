@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chatwire import Answer, ChatServer, Failure
 from satchel.compaction import BRIDGE_TEMPLATE
@@ -20,6 +22,7 @@ from satchel.turns import (
     Session,
     TurnFailed,
     Usage,
+    redact,
 )
 from satchel.turns.records import METADATA_LIMIT_BYTES, action_record, fit_text
 from turns.kit import Sleeps, compactor, open_source_adapter, parse_action, system, user
@@ -382,3 +385,38 @@ def test_records_writer_redacts_and_leaves_no_temporary_files(tmp_path: Path) ->
         "run_meta.json",
         "step_012.json",
     ]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    steps=st.lists(
+        st.lists(
+            st.fixed_dictionaries(
+                {"role": st.sampled_from(["user", "assistant"]), "content": st.text(max_size=8)},
+                optional={
+                    "signature": st.text(max_size=4),
+                    "api_key": st.text(max_size=4),
+                    "parts": st.lists(st.integers(), max_size=2),
+                },
+            ),
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    rest=st.dictionaries(st.sampled_from(["step", "model", "token"]), st.integers(), max_size=3),
+)
+def test_messages_sent_are_written_as_the_redacted_record(
+    tmp_path_factory: pytest.TempPathFactory,
+    steps: list[list[dict[str, Any]]],
+    rest: dict[str, int],
+) -> None:
+    """Each message of `messages_sent` is rendered once and reused: every step file still reads
+    back as exactly the redacted record."""
+    writer = RecordsWriter(tmp_path_factory.mktemp("run"), opaque_fields={"parts"})
+    sent: list[dict[str, Any]] = []
+    for number, new in enumerate(steps, start=1):
+        sent = [*sent, *new]
+        record = {**rest, "messages_sent": list(sent)}
+        path = writer.write_step(number, record)
+        assert load(path) == redact(record, {"parts"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -68,7 +69,7 @@ def render(
         lines.append(f"New Level: {observation.levels_completed + 1}")
     for shown, index in enumerate(sampled(observation.grids, max_frames), start=1):
         lines.append(f"Frame {shown}:")
-        lines.extend(f"[{', '.join(map(str, row))}]" for row in observation.grids[index])
+        lines.extend(map(_row, observation.grids[index]))
     lines.append("Available actions:")
     for name in offered(observation, reset_allowed):
         if name == action_name(COORDINATE_ACTION):
@@ -76,6 +77,12 @@ def render(
         else:
             lines.append(f"- {name}")
     return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=4096)
+def _row(row: tuple[int, ...]) -> str:
+    """A grid row as the model reads it (frames repeat most of their rows: each is built once)."""
+    return f"[{', '.join(map(str, row))}]"
 
 
 ANSWER_FORMAT = (

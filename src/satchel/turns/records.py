@@ -74,12 +74,17 @@ def runtime_metadata(
 
 
 class RecordsWriter:
-    """Writes redacted JSON records into one run directory."""
+    """Writes redacted JSON records into one run directory.
+
+    A step's `messages_sent` repeats every earlier message of a continuous conversation, so each
+    message is redacted and rendered once and its text reused by the steps after it.
+    """
 
     def __init__(self, run_dir: str | Path, opaque_fields: Iterable[str] = ()) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.opaque_fields = frozenset(opaque_fields)
+        self._rendered: dict[tuple[tuple[str, Any], ...], str] = {}
 
     def write_step(self, step: int, record: dict[str, Any]) -> Path:
         return self._write(f"step_{step:03d}.json", record)
@@ -93,7 +98,41 @@ class RecordsWriter:
     def _write(self, name: str, record: dict[str, Any]) -> Path:
         path = self.run_dir / name
         tmp = path.with_suffix(".json.tmp")
-        text = json.dumps(redact(record, self.opaque_fields), indent=2, ensure_ascii=False)
-        tmp.write_text(text + "\n", encoding="utf-8")
+        rest = {key: value for key, value in record.items() if key != SENT}
+        text = json.dumps(redact(rest, self.opaque_fields), indent=2, ensure_ascii=False)
+        with tmp.open("w", encoding="utf-8") as out:
+            if SENT not in record:
+                out.write(text + "\n")
+            else:  # written piece by piece: the list can be large, and most of it is reused
+                out.write(f"{text[:-2]},\n  " if rest else "{\n  ")
+                out.write(f'"{SENT}": [')
+                for index, message in enumerate(record[SENT]):
+                    out.write(",\n    " if index else "\n    ")
+                    out.write(self._message(message))
+                out.write("\n  ]\n}\n" if record[SENT] else "]\n}\n")
         tmp.replace(path)
         return path
+
+    def _message(self, message: Any) -> str:
+        """One message of `messages_sent`, redacted, as one line of JSON (rendered once)."""
+        key = _hashable(message)
+        if key is None:
+            return json.dumps(redact(message, self.opaque_fields), ensure_ascii=False)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = json.dumps(redact(message, self.opaque_fields), ensure_ascii=False)
+            self._rendered[key] = rendered
+        return rendered
+
+
+SENT = "messages_sent"
+
+
+def _hashable(message: Any) -> tuple[tuple[str, Any], ...] | None:
+    """A message's items as a key, when they are all plain strings (the common case)."""
+    if not isinstance(message, dict):
+        return None
+    items = tuple(message.items())
+    if all(type(k) is str and (type(v) is str or v is None) for k, v in items):
+        return items
+    return None
