@@ -296,6 +296,14 @@ def test_every_timestamp_outside_utc_is_refused(
     assert seen >= len(timed) == 7
 
 
+def test_text_the_schema_calls_not_blank_is_stored(alpha: httpx.Client) -> None:
+    """The schema's `\\s` is ECMAScript's: U+001F and U+0085 are not spaces there (Python's
+    `str.isspace` says they are), so a message of only those is not blank. Found by schemathesis."""
+    for content in ("\u001f", "\u0085", "\u001c\u001d"):
+        turn = {"messages": [{"role": "user", "content": content}]}
+        assert alpha.post("/v1/observations", json=turn).status_code == 201, repr(content)
+
+
 def test_the_edges_of_the_range_are_stored(alpha: httpx.Client) -> None:
     for edge in (
         "0001-01-01T00:00:00Z",
@@ -327,6 +335,13 @@ REFUSALS = [
         "invalid_turn",
         "messages[0].content: must not be empty or blank",
         id="blank-content",
+    ),
+    pytest.param(
+        "/v1/observations",
+        {"messages": [{"role": "user", "content": "\ufeff\u2003\t"}]},
+        "invalid_turn",
+        "messages[0].content: must not be empty or blank",
+        id="blank-content-as-the-schema-counts-space",
     ),
     pytest.param(
         "/v1/observations",

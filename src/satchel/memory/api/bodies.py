@@ -54,7 +54,18 @@ REQUIRED_BODY = Refusal(missing=BODY, null=BODY)  # absent or null: the body is 
 
 NO_NUL = "^[^\\u0000]*$"
 NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+# What `\s` matches in the schema's (ECMAScript) patterns; Python's `str.isspace` differs (it
+# holds U+001C..U+001F and U+0085, not U+FEFF), and the handlers must agree with the schema.
+SPACE = frozenset(
+    "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+)
 EMPTY_OR_NOT_BLANK = f"^(?:{NOT_BLANK[1:-1]})?$"
+
+
+def blank(value: str) -> bool:
+    """Empty or only whitespace, as the schema's `\\s` counts it."""
+    return all(char in SPACE for char in value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +105,9 @@ class Text:
     def check(self, value: str) -> str:
         if "\x00" in value:
             raise PydanticCustomError("text", "must not contain a NUL character (U+0000)")
-        if self.blank == "never" and not value.strip():
+        if self.blank == "never" and blank(value):
             raise PydanticCustomError("text", "must not be empty or blank")
-        if self.blank == "empty" and value and not value.strip():
+        if self.blank == "empty" and value and blank(value):
             raise PydanticCustomError("text", "must be empty or hold a non-space character")
         if self.max_bytes is not None and len(value.encode("utf-8")) > self.max_bytes:
             raise PydanticCustomError(
