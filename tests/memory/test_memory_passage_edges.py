@@ -24,9 +24,7 @@ from satchel.memory.passages.search import (
     SESSION_TOP,
     SESSION_WEIGHT,
     Scope,
-    Terms,
     coverage_and_lexemes,
-    placed,
     text_ranking,
     weigh,
     with_neighbours,
@@ -335,8 +333,7 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
 
     async def smoothed() -> dict[uuid.UUID, float]:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
-            found = await placed(conn, list(scores), None, Terms([], ""), set())
-            return dict(with_neighbours(scores, found))
+            return dict(await with_neighbours(conn, scores))
 
     found = asyncio.run(smoothed())
     sessions: dict[Any, list[float]] = {}

@@ -7,6 +7,8 @@ embedder reads; a day or month the question names draws in the messages stored a
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import itertools
 import math
 import uuid
 from collections import OrderedDict
@@ -76,21 +78,26 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One found message, its place in the log, and its similarity to the question (0..1);
-    `head`: its first `PREVIEW_BYTES` characters."""
+    """One found message, its place in the log, and its similarity to the question (0..1)."""
 
     chunk_id: uuid.UUID
     source_id: uuid.UUID
     ordinal: int
     role: str
-    head: str
-    message_bytes: int
+    content: str
     occurred_at: datetime
     similarity: float
 
-    def preview(self) -> str:
-        """The message's first `PREVIEW_BYTES` bytes, cut at a character boundary."""
-        return cut(self.head.encode("utf-8"), 0, PREVIEW_BYTES).decode("utf-8")
+    def preview(self, limit: int = PREVIEW_BYTES) -> str:
+        return cut(self.content.encode("utf-8"), 0, limit).decode("utf-8")
+
+    @property
+    def message_bytes(self) -> int:
+        return len(self.content.encode("utf-8"))
+
+    @property
+    def content_digest(self) -> str:
+        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,79 +372,25 @@ def _related(similarity: float) -> float:
     return max(0.0, similarity - COSINE_FLOOR)
 
 
-@dataclass(frozen=True, slots=True)
-class Placed:
-    """A candidate message: its place (turn, position, subject, log offset, the last position
-    of its turn, the offset of its subject's next turn or None), what a hit shows of it, and
-    its similarity to the question where the rankings did not already say."""
-
-    id: uuid.UUID
-    observation_id: uuid.UUID
-    ordinal: int
-    subject: str | None
-    log_offset: int
-    occurred_at: datetime
-    last_ordinal: int
-    next_offset: int | None
-    role: str
-    head: str
-    message_bytes: int
-    similarity: float | None
-
-
-async def placed(
-    conn: Conn, ids: list[uuid.UUID], vector: str | None, terms: Terms, known: set[uuid.UUID]
-) -> list[Placed]:
-    """The candidates `ids` with their places and what their hits need, in one statement (two
-    index probes a candidate for adjacency). Similarity is asked only for candidates not in
-    `known`: the cosine similarity of their vectors (at least 0) or, without one, the share of
-    the question's term weight they hold."""
-    weight = sum(idf for _, idf in terms.weights)
-    share: sql.Composable = sql.SQL("0.0")
-    values: list[Any] = []
-    if vector is not None:
-        values.append(vector)
-    if weight:
-        held = sql.SQL(" + ").join(
-            sql.SQL("(CASE WHEN c.search_text @@ %s::tsquery THEN %s ELSE 0 END)")
-            for _ in terms.weights
-        )
-        share = sql.SQL("({}) / %s").format(held)
-        values += [value for pair in terms.weights for value in pair]
-        values.append(weight)
-    similarity = share
-    if vector is not None:
-        similarity = sql.SQL(
-            "coalesce((SELECT greatest(0.0, 1 - (v.embedding <=> %s::vector))"
-            " FROM message_vectors v WHERE v.message_id = c.id), {})"
-        ).format(share)
-    query = sql.SQL(
-        "SELECT c.id, c.observation_id, c.ordinal, o.data_subject_id, o.log_offset,"
-        " c.occurred_at,"
-        " (SELECT max(m.ordinal) FROM messages m WHERE m.observation_id = c.observation_id),"
-        " (SELECT n.log_offset FROM observations n WHERE n.project_id = o.project_id"
-        "  AND n.data_subject_id = o.data_subject_id AND n.log_offset > o.log_offset"
-        "  ORDER BY n.log_offset LIMIT 1),"
-        " c.role, left(c.content, %s), octet_length(c.content),"
-        " CASE WHEN NOT c.id = ANY(%s) THEN {} END"
-        " FROM messages c JOIN observations o ON o.id = c.observation_id WHERE c.id = ANY(%s)"
-    ).format(similarity)
-    cursor = await conn.execute(query, [PREVIEW_BYTES, list(known), *values, ids])
-    return [Placed(*row) for row in await cursor.fetchall()]
-
-
-def with_neighbours(scores: dict[uuid.UUID, float], found: list[Placed]) -> Ranking:
+async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking:
     """Each message also scores a share of the messages said just before and after it (same
     data subject), since an answer often spans a question and its reply; best first."""
-    before, after = _adjacent(found)
+    cursor = await conn.execute(
+        "SELECT c.id, c.observation_id, c.ordinal, o.project_id, o.data_subject_id, o.log_offset,"
+        " c.occurred_at FROM messages c JOIN observations o ON o.id = c.observation_id"
+        " WHERE c.id = ANY(%s)",
+        (list(scores),),
+    )
+    found = [Placed(*row) for row in await cursor.fetchall()]
+    before, after = await _adjacent(conn, found)
     smoothed = dict(scores)
     sessions: dict[tuple[Any, Any], list[float]] = {}
     session_of: dict[uuid.UUID, tuple[Any, Any]] = {}
-    for place in found:
-        chunk = place.id
+    for placed in found:
+        chunk = placed.id
         around = sum(scores[link[chunk]] for link in (before, after) if chunk in link)
         smoothed[chunk] += NEIGHBOUR_WEIGHT * around
-        key = (place.subject, place.occurred_at)
+        key = (placed.subject, placed.occurred_at)
         session_of[chunk] = key
         sessions.setdefault(key, []).append(scores[chunk])
     if SESSION_WEIGHT:
@@ -450,49 +403,107 @@ def with_neighbours(scores: dict[uuid.UUID, float], found: list[Placed]) -> Rank
     return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
 
 
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A candidate message and its place: turn, position in it, subject and log offset."""
+
+    id: uuid.UUID
+    observation_id: uuid.UUID
+    ordinal: int
+    project_id: int
+    subject: str | None
+    log_offset: int
+    occurred_at: datetime
+
+
 Links = dict[uuid.UUID, uuid.UUID]
 
 
-def _adjacent(found: list[Placed]) -> tuple[Links, Links]:
+async def _adjacent(conn: Conn, found: list[Placed]) -> tuple[Links, Links]:
     """For each candidate, the candidate said just before and just after it, where there is
     one: the next message of its turn, or across turns, the last message of its subject's
     previous turn and the first of the next. Only candidates carry a score, so only pairs of
-    candidates are linked."""
+    candidates are looked at, with one statement for whether two turns are adjacent."""
     before: Links = {}
     after: Links = {}
     at = {(p.observation_id, p.ordinal): p.id for p in found}
-    opening = {(p.subject, p.log_offset): p.id for p in found if p.ordinal == 0}
     for p in found:
         if (earlier := at.get((p.observation_id, p.ordinal - 1))) is not None:
             before[p.id] = earlier
             after[earlier] = p.id
-        if p.subject is None or p.ordinal != p.last_ordinal or p.next_offset is None:
-            continue
-        if (following := opening.get((p.subject, p.next_offset))) is not None:
-            before[following] = p.id
-            after[p.id] = following
+    turns: dict[tuple[str, int], list[Placed]] = {}
+    for p in found:
+        if p.subject is not None:
+            turns.setdefault((p.subject, p.log_offset), []).append(p)
+    offsets: dict[str, list[int]] = {}
+    for subject, offset in sorted(turns):
+        offsets.setdefault(subject, []).append(offset)
+    pairs = [
+        (subject, low, high)
+        for subject, line in offsets.items()
+        for low, high in itertools.pairwise(line)
+    ]
+    if not pairs:
+        return before, after
+    cursor = await conn.execute(
+        "SELECT p.s, p.lo, p.hi, (SELECT max(m.ordinal) FROM observations l"
+        "  JOIN messages m ON m.observation_id = l.id"
+        "  WHERE l.project_id = %s AND l.data_subject_id = p.s AND l.log_offset = p.lo)"
+        " FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS p(s, lo, hi)"
+        " WHERE NOT EXISTS (SELECT 1 FROM observations o WHERE o.project_id = %s"
+        "  AND o.data_subject_id = p.s AND o.log_offset > p.lo AND o.log_offset < p.hi)",
+        (
+            found[0].project_id,
+            [pair[0] for pair in pairs],
+            [pair[1] for pair in pairs],
+            [pair[2] for pair in pairs],
+            found[0].project_id,
+        ),
+    )
+    for subject, low, high, last in await cursor.fetchall():
+        ending = [p for p in turns[(subject, low)] if p.ordinal == last]
+        opening = [p for p in turns[(subject, high)] if p.ordinal == 0]
+        if ending and opening:
+            before[opening[0].id] = ending[0].id
+            after[ending[0].id] = opening[0].id
     return before, after
 
 
-def hits_of(ranked: Ranking, found: list[Placed], known: dict[uuid.UUID, float]) -> list[Hit]:
-    """The ranked messages as hits; `known`: similarities the rankings already gave."""
-    place = {p.id: p for p in found}
+async def hits_of(
+    conn: Conn, ranked: list[tuple[uuid.UUID, float]], vector: str | None, terms: Terms
+) -> list[Hit]:
+    """The ranked messages with their similarity to the question: the cosine similarity of
+    their vectors (at least 0) or, without one, the share of the question's term weight
+    they hold."""
+    weight = sum(idf for _, idf in terms.weights)
+    share: sql.Composable = sql.SQL("0.0")
+    values: list[Any] = []
+    if weight:
+        held = sql.SQL(" + ").join(
+            sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)")
+            for _ in terms.weights
+        )
+        share = sql.SQL("({}) / %s").format(held)
+        values += [value for pair in terms.weights for value in pair]
+        values.append(weight)
+    similarity = share
+    if vector is not None:
+        similarity = sql.SQL(
+            "coalesce((SELECT greatest(0.0, 1 - (v.embedding <=> %s::vector))"
+            " FROM message_vectors v WHERE v.message_id = m.id), {})"
+        ).format(share)
+        values.insert(0, vector)
+    query = sql.SQL(
+        "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}"
+        " FROM messages m WHERE m.id = ANY(%s)"
+    ).format(similarity)
+    cursor = await conn.execute(query, [*values, [chunk for chunk, _ in ranked]])
+    rows = {row[0]: row for row in await cursor.fetchall()}
     hits = []
     for chunk, _ in ranked:
-        if (p := place.get(chunk)) is not None:
-            close = known[chunk] if p.similarity is None else p.similarity
-            hits.append(
-                Hit(
-                    chunk,
-                    p.observation_id,
-                    p.ordinal,
-                    p.role,
-                    p.head,
-                    p.message_bytes,
-                    p.occurred_at,
-                    min(1.0, max(0.0, close)),
-                )
-            )
+        if chunk in rows:
+            _, source, ordinal, role, content, occurred_at, close = rows[chunk]
+            hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, min(1.0, close)))
     return hits
 
 
@@ -581,10 +592,8 @@ async def search_passages(
     nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
-    scores = fuse(text, nearest, dated)
-    known = dict(nearest) if vector is not None else {}
-    found = await placed(conn, list(scores), vector, terms, set(known))
-    hits = hits_of(with_neighbours(scores, found)[:limit], found, known)
+    ranked = await with_neighbours(conn, fuse(text, nearest, dated))
+    hits = await hits_of(conn, ranked[:limit], vector, terms)
     build_state = _build_state(embedder, state, vector is not None)
     return Found(
         generation_id=state.generation_id if usable else "",

@@ -101,14 +101,3 @@ async def read_window(
         byte_end=start + len(window),
         text=window.decode("utf-8"),
     )
-
-
-async def content_digests(conn: Conn, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
-    """The SHA-256 digest (hex) of each message's content, by chunk id; an erased message has
-    none."""
-    cursor = await conn.execute(
-        "SELECT id, encode(sha256(convert_to(content, 'UTF8')), 'hex') FROM messages"
-        " WHERE id = ANY(%s)",
-        (ids,),
-    )
-    return dict(await cursor.fetchall())

@@ -15,8 +15,6 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.passages import query_embedder
 from satchel.memory.passages.search import Scope, search_passages
-from satchel.memory.store.database import autocommitting
-from satchel.memory.store.messages import content_digests
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -108,7 +106,7 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
     """Run `query` in the grant's project over the passage index."""
     embedder = await query_embedder()
     scope = Scope(grant.project_id, query.subject, (query.role,) if query.role else ())
-    async with autocommitting(request.app.state.pool) as conn:
+    async with request.app.state.pool.connection() as conn:
         found = await search_passages(
             conn,
             scope,
@@ -117,7 +115,6 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
             candidates=query.candidates,
             embedder=embedder,
         )
-        digests = await content_digests(conn, [hit.chunk_id for hit in found.hits])
     return PassagePage(
         generation_id=found.generation_id,
         through_offset=found.through_offset,
@@ -136,10 +133,9 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
                 message_bytes=hit.message_bytes,
                 preview_complete=len(preview.encode("utf-8")) == hit.message_bytes,
                 preview_byte_end=len(preview.encode("utf-8")),
-                content_digest=digests[hit.chunk_id],
+                content_digest=hit.content_digest,
             )
             for hit in found.hits
-            if hit.chunk_id in digests  # a message erased since the search is left out
         ],
     )
 
