@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from satchel.harness.games import GAMES_DIR
+from satchel.harness.loopback import Served
 
 MAX_REASONING_BYTES = 16 * 1024  # arcengine's ActionInput guard-rail
 MAX_OPAQUE_BYTES = 16 * 1024  # arc_agi/api.py's scorecard guard-rail
@@ -106,8 +107,7 @@ class ArcApiFake:
         self._cards: dict[str, _Card] = {}
         self._closed_cards: list[str] = []
         self._plays: dict[str, _Play] = {}
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._served: Served | None = None
         self._arcade: Any = None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -115,36 +115,24 @@ class ArcApiFake:
     @property
     def base_url(self) -> str:
         """`http://<host>:<port>` (the toolkit appends `/api/...`), once started."""
-        if self._httpd is None:
+        if self._served is None:
             raise RuntimeError("the ARC API fake is not running")
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> ArcApiFake:
-        if self._httpd is not None:
+        if self._served is not None:
             raise RuntimeError("the ARC API fake is already running")
         self._arcade = _local_arcade(self.games_dir)
         httpd = _Server((self.host, 0), _Handler)
         httpd.fake = self
-        self.port = int(httpd.server_address[1])
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"arc-api-fake:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._served = Served(httpd, "arc-api-fake")
+        self.port = self._served.port
         return self
 
     def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = self._thread = None
+        if self._served is not None:
+            self._served.stop()
+            self._served = None
 
     def __enter__(self) -> ArcApiFake:
         return self.start()

@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from satchel.compaction import SUMMARY_PROMPT
+from satchel.harness.loopback import Served
 from satchel.providers.chat_wire import REASONING_FIELDS
 
 __all__ = [
@@ -529,14 +530,13 @@ class ScriptedModelServer:
         self._queues = {key: deque(replies) for key, replies in self.script.items()}
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._served: Served | None = None
         self._ids = itertools.count(1)
 
     @property
     def base_url(self) -> str:
         """`http://<host>:<port>/v1`, once started."""
-        if self._httpd is None:
+        if self._served is None:
             raise RuntimeError("the scripted server is not running")
         return f"http://{self.host}:{self.port}/v1"
 
@@ -552,30 +552,18 @@ class ScriptedModelServer:
             return {key: len(queue) for key, queue in self._queues.items()}
 
     def start(self) -> ScriptedModelServer:
-        if self._httpd is not None:
+        if self._served is not None:
             raise RuntimeError("the scripted server is already running")
         httpd = _HTTPServer((self.host, self.port), _Handler)
         httpd.owner = self
-        self.port = int(httpd.server_address[1])
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"scripted-model-server:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._served = Served(httpd, "scripted-model-server")
+        self.port = self._served.port
         return self
 
     def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-        self._httpd = self._thread = None
+        if self._served is not None:
+            self._served.stop()
+            self._served = None
 
     def __enter__(self) -> ScriptedModelServer:
         return self.start()
