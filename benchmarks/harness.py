@@ -4,9 +4,12 @@ Plays satchel's own `maze-0001` (73 moves) to a win through the harness exactly 
 plays it (one session from the example open-weight profile: frames rendered, answers parsed,
 state carried, records written) against the scripted model server on loopback. The bare loop
 then makes the same moves with nothing of satchel: it sends the very requests the harness sent
-through the same SDK to the same server, and steps the official toolkit's environment. The
-model's own time in the harness (each adapter call: the SDK, loopback HTTP, the scripted server)
-is measured and taken out for the per-step overhead.
+through the same SDK to the same server, the way the SDK is usually called, and steps the
+official toolkit's environment. A second bare loop sends them as satchel's adapters do (messages
+in `extra_body`: the same bytes, without the SDK's walk over every parameter), so the harness's
+own cost shows apart from that saving. The model's own time in the harness (each action and
+summary request: the SDK, loopback HTTP, the scripted server) is measured and taken out for the
+per-step overhead.
 Run: `satchel bench harness` or `python benchmarks/harness.py`.
 """
 
@@ -30,7 +33,7 @@ from satchel.harness.environments import Arena
 from satchel.harness.runner import RunPlan, run_games
 from satchel.harness.scripted import SUMMARY_KEY, ScriptedModelServer, winning_script
 from satchel.providers import OpenSourceChatAdapter, example_profiles
-from satchel.turns import ModelTurnRequest, ModelTurnResult
+from satchel.providers.chat_wire import sdk_arguments
 
 GAME = "maze-0001"
 PROFILE = "qwen3-open-weight-continuous"
@@ -56,8 +59,11 @@ def toolkit_loop(played: list[str]) -> float:
     return time.perf_counter() - began
 
 
-def bare_loop(bodies: list[dict[str, Any]], played: list[str]) -> float:
-    """Seconds for a loop without satchel: the same requests through the SDK, the same moves."""
+def bare_loop(bodies: list[dict[str, Any]], played: list[str], *, shortcut: bool = False) -> float:
+    """Seconds for a loop without satchel: the same requests through the SDK, the same moves.
+
+    With `shortcut`, the messages travel in `extra_body` as satchel's adapters send them (the
+    same bytes, without the SDK's walk over every parameter)."""
     from arcengine import GameAction
 
     arena = Arena(online=False)
@@ -69,7 +75,7 @@ def bare_loop(bodies: list[dict[str, Any]], played: list[str]) -> float:
         assert environment is not None
         environment.reset()
         for body in bodies:
-            list(client.chat.completions.create(**body))
+            list(client.chat.completions.create(**(sdk_arguments(body) if shortcut else body)))
             if SUMMARY_KEY not in json.dumps(body["messages"][-1]):  # an action request
                 environment.step(GameAction[next(moves)])
         seconds = time.perf_counter() - began
@@ -78,31 +84,37 @@ def bare_loop(bodies: list[dict[str, Any]], played: list[str]) -> float:
 
 
 class ModelClock:
-    """Adds up the wall time of every adapter call (the model's own time, from the harness)."""
+    """Adds up the wall time of every model call the adapter makes (the model's own time, from
+    the harness): each action request and each harness-summary request."""
+
+    CALLS = ("run", "summarize")
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.calls = 0
         self.lock = threading.Lock()
-        self.original = OpenSourceChatAdapter.run
+        self.originals = {name: getattr(OpenSourceChatAdapter, name) for name in self.CALLS}
 
     def __enter__(self) -> ModelClock:
-        clock = self
-
-        def timed(adapter: OpenSourceChatAdapter, request: ModelTurnRequest) -> ModelTurnResult:
-            began = time.perf_counter()
-            try:
-                return clock.original(adapter, request)
-            finally:
-                with clock.lock:
-                    clock.seconds += time.perf_counter() - began
-                    clock.calls += 1
-
-        setattr(OpenSourceChatAdapter, "run", timed)  # noqa: B010
+        for name, original in self.originals.items():
+            setattr(OpenSourceChatAdapter, name, self._timed(original))
         return self
 
+    def _timed(self, original: Any) -> Any:
+        def timed(adapter: OpenSourceChatAdapter, *args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return original(adapter, *args, **kwargs)
+            finally:
+                with self.lock:
+                    self.seconds += time.perf_counter() - began
+                    self.calls += 1
+
+        return timed
+
     def __exit__(self, *exc: object) -> None:
-        setattr(OpenSourceChatAdapter, "run", self.original)  # noqa: B010
+        for name, original in self.originals.items():
+            setattr(OpenSourceChatAdapter, name, original)
 
 
 def harness_run(folder: Path) -> tuple[float, ModelClock, int, list[dict[str, Any]]]:
@@ -138,6 +150,7 @@ def main() -> None:
     played = moves()
     toolkit: list[float] = []
     bare: list[float] = []
+    shortcut: list[float] = []
     harness: list[float] = []
     model: list[float] = []
     steps = len(played)
@@ -149,11 +162,13 @@ def main() -> None:
             harness.append(seconds / steps)
             model.append(clock.seconds / steps)
             bare.append(bare_loop(bodies, played) / steps)
+            shortcut.append(bare_loop(bodies, played, shortcut=True) / steps)
     ms = {
         name: statistics.median(values) * 1000
         for name, values in (
             ("toolkit", toolkit),
             ("bare", bare),
+            ("shortcut", shortcut),
             ("harness", harness),
             ("model", model),
         )
@@ -162,10 +177,12 @@ def main() -> None:
         "steps": steps,
         "toolkit_ms_per_step": round(ms["toolkit"], 3),
         "bare_ms_per_step": round(ms["bare"], 3),
+        "bare_shortcut_ms_per_step": round(ms["shortcut"], 3),
         "harness_ms_per_step": round(ms["harness"], 3),
         "model_ms_per_step": round(ms["model"], 3),
         "overhead_ms_per_step": round(ms["harness"] - ms["model"], 3),
         "overhead_ratio": round(ms["harness"] / ms["bare"], 3),
+        "ratio_to_shortcut_loop": round(ms["harness"] / ms["shortcut"], 3),
         "harness_steps_per_s": round(1000 / ms["harness"], 1),
         "bare_steps_per_s": round(1000 / ms["bare"], 1),
     }

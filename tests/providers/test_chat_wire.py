@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import traceback
+from typing import Any
 
 import httpx
+import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from provider_kit import ENV, OPEN, ROLLING, action, adapter, profile, run_once, session, user
 
 from chatwire import Answer, ChatServer, Failure
 from satchel.providers import build_adapter
+from satchel.providers.chat_wire import call_chat
 from satchel.turns import (
     AttemptError,
     ContextOverflowError,
@@ -282,3 +287,63 @@ def test_records_carry_diagnostics_but_no_provider_message_or_key(tmp_path) -> N
         text = path.read_text(encoding="utf-8")
         assert CANARY not in text
         assert ENV["OPENAI_API_KEY"] not in text
+
+
+def _sent_bytes(send: Any) -> bytes:
+    """The request body the SDK puts on the wire when `send(client)` is called."""
+    seen: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return httpx.Response(200, json=_COMPLETION)
+
+    client = openai.OpenAI(
+        api_key="unused",
+        base_url="http://wire.test/v1",
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    send(client)
+    return seen[0]
+
+
+_COMPLETION = {
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+_TEXT = st.text(max_size=20)
+_PART = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT}),
+    st.fixed_dictionaries(
+        {"type": st.just("image_url"), "image_url": st.fixed_dictionaries({"url": _TEXT})}
+    ),
+)
+_MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["system", "user", "assistant"]),
+        "content": st.one_of(_TEXT, st.lists(_PART, max_size=3)),
+    },
+    optional={"reasoning_content": _TEXT, "reasoning": _TEXT, "name": _TEXT},
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    messages=st.lists(_MESSAGE, min_size=1, max_size=5),
+    extra=st.dictionaries(st.sampled_from(["top_k", "min_p", "chat_template_kwargs"]), _TEXT),
+)
+def test_messages_in_extra_body_put_the_same_bytes_on_the_wire(
+    messages: list[dict[str, Any]], extra: dict[str, Any]
+) -> None:
+    body: dict[str, Any] = {"model": "m", "messages": messages, "temperature": 0.5}
+    if extra:
+        body["extra_body"] = extra
+    plain = _sent_bytes(lambda client: client.chat.completions.create(**body))
+    ours = _sent_bytes(lambda client: call_chat(client, body))
+    assert ours == plain
+    assert json.loads(ours)["messages"] == messages

@@ -56,13 +56,14 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
     as their context.
     """
     error: AttemptError
+    arguments = sdk_arguments(body)
     try:
         if body.get("stream"):
-            stream = client.chat.completions.create(**body)
+            stream = client.chat.completions.create(**arguments)
             reply = ChatReply(request_id=stream.response.headers.get("x-request-id"))
             _accumulate(reply, stream)
             return reply
-        completion = client.chat.completions.create(**body)
+        completion = client.chat.completions.create(**arguments)
     except openai.APIStatusError as exc:
         error = classify_status_error(exc)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
@@ -72,6 +73,21 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
     else:
         return _from_completion(completion)
     raise error
+
+
+def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` as `create()` arguments whose messages travel in `extra_body`.
+
+    The SDK walks every parameter against its type hints before sending; over a long
+    conversation that walk is most of a request's client-side time, and for message parameters
+    (no aliased or formatted fields) it returns its input unchanged. `extra_body` is merged into
+    the JSON as given, so the bytes sent are the same; a test holds them equal.
+    """
+    messages = body.get("messages")
+    if messages is None:
+        return body
+    extra = {"messages": messages, **(body.get("extra_body") or {})}
+    return {**body, "messages": [], "extra_body": extra}
 
 
 def _from_completion(completion: Any) -> ChatReply:

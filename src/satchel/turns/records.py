@@ -84,7 +84,7 @@ class RecordsWriter:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.opaque_fields = frozenset(opaque_fields)
-        self._rendered: dict[tuple[tuple[str, Any], ...], str] = {}
+        self._rendered: dict[tuple[tuple[str, Any], ...], bytes] = {}
 
     def write_step(self, step: int, record: dict[str, Any]) -> Path:
         return self._write(f"step_{step:03d}.json", record)
@@ -100,28 +100,25 @@ class RecordsWriter:
         tmp = path.with_suffix(".json.tmp")
         rest = {key: value for key, value in record.items() if key != SENT}
         text = json.dumps(redact(rest, self.opaque_fields), indent=2, ensure_ascii=False)
-        with tmp.open("w", encoding="utf-8") as out:
-            if SENT not in record:
-                out.write(text + "\n")
-            else:  # written piece by piece: the list can be large, and most of it is reused
-                out.write(f"{text[:-2]},\n  " if rest else "{\n  ")
-                out.write(f'"{SENT}": [')
-                for index, message in enumerate(record[SENT]):
-                    out.write(",\n    " if index else "\n    ")
-                    out.write(self._message(message))
-                out.write("\n  ]\n}\n" if record[SENT] else "]\n}\n")
+        if SENT not in record:
+            data = (text + "\n").encode()
+        else:  # most of the list is reused from the step before: joined from rendered pieces
+            head = f"{text[:-2]},\n  " if rest else "{\n  "
+            sent = b",\n    ".join(map(self._message, record[SENT]))
+            tail = b"\n  ]\n}\n" if sent else b"]\n}\n"
+            data = b"".join((f'{head}"{SENT}": ['.encode(), b"\n    " if sent else b"", sent, tail))
+        tmp.write_bytes(data)
         tmp.replace(path)
         return path
 
-    def _message(self, message: Any) -> str:
-        """One message of `messages_sent`, redacted, as one line of JSON (rendered once)."""
+    def _message(self, message: Any) -> bytes:
+        """One message of `messages_sent`, redacted, as one line of UTF-8 JSON (rendered once)."""
         key = _hashable(message)
-        if key is None:
-            return json.dumps(redact(message, self.opaque_fields), ensure_ascii=False)
-        rendered = self._rendered.get(key)
+        rendered = self._rendered.get(key) if key is not None else None
         if rendered is None:
-            rendered = json.dumps(redact(message, self.opaque_fields), ensure_ascii=False)
-            self._rendered[key] = rendered
+            rendered = json.dumps(redact(message, self.opaque_fields), ensure_ascii=False).encode()
+            if key is not None:
+                self._rendered[key] = rendered
         return rendered
 
 

@@ -21,7 +21,12 @@ def redact(value: Any, opaque_fields: Iterable[str] = ()) -> Any:
     return _redact(value, dropped)
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def _redact(value: Any, dropped: frozenset[str]) -> Any:
+    if type(value) in _PLAIN:  # the common leaf, before the slower abstract checks
+        return value
     if isinstance(value, Mapping):
         redacted_thinking = value.get("type") == "redacted_thinking"
         out: dict[Any, Any] = {}
