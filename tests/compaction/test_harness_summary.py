@@ -116,6 +116,7 @@ def test_summary_replaces_history_with_one_bridge(chat_server: ChatServer, strea
         "turns_before": 3,
         "turns_summarized": 3,
         "turns_after": 0,
+        "failures": [],
     }
     assert state.to_json() == snapshot
     assert "summary reasoning" not in str(outcome.state.to_json())
@@ -257,6 +258,11 @@ def test_transient_errors_back_off(chat_server: ChatServer) -> None:
     bodies = [body["messages"] for body in summary_bodies(chat_server)]
     assert bodies == [summary_request(1, 2, 3)] * 4
     assert outcome.record["attempts"] == 4
+    failures = outcome.record["failures"]
+    assert [(f["attempt"], f["kind"]) for f in failures] == [
+        (n, "TransientError") for n in (1, 2, 3)
+    ]
+    assert [f["diagnostics"]["http_status"] for f in failures] == [500, 429, 503]
 
 
 def test_backoff_is_capped() -> None:
@@ -320,6 +326,14 @@ def test_exhausted_attempts_fail_closed_and_count_every_attempt(chat_server: Cha
     assert failed.value.usage == usage(24, 3, 2)
     assert sleeps == [1.0]
     assert state.to_json() == snapshot
+    kinds = [(f["attempt"], f["kind"]) for f in failed.value.failures]
+    assert kinds == [
+        (1, "incomplete_summary"),
+        (2, "context_overflow"),
+        (3, "TransientError"),
+        (4, "incomplete_summary"),
+    ]
+    assert failed.value.failures[2]["diagnostics"]["http_status"] == 500
 
 
 def test_fatal_summary_error_fails_at_once(chat_server: ChatServer) -> None:

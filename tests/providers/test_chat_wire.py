@@ -21,8 +21,12 @@ from satchel.turns import (
     ContextOverflowError,
     Diagnostics,
     FatalAttemptError,
+    InterruptedStreamError,
+    InvalidResponseError,
     RecordsWriter,
+    RefusalError,
     TransientError,
+    TruncatedError,
     TurnFailed,
     Usage,
 )
@@ -101,6 +105,47 @@ CLASSIFIED = [
     ),
 ]
 
+# Provider messages about the context (compaction may help) or about the requested output limit
+# alone (no retry can help), all HTTP 400 without a `context_length_exceeded` code.
+OVERFLOW_OR_OUTPUT_LIMIT = [
+    pytest.param(
+        "This model's maximum context length is 128000 tokens. However, your messages resulted "
+        "in 130000 tokens. Please reduce the length of the messages.",
+        ContextOverflowError,
+        id="openai-context",
+    ),
+    pytest.param(VLLM_OVERFLOW, ContextOverflowError, id="vllm-messages-and-completion"),
+    pytest.param(
+        "'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum "
+        "context length is 2048 tokens and your request has 1500 input tokens "
+        "(1000 > 2048 - 1500).",
+        ContextOverflowError,
+        id="vllm-output-limit-and-input",
+    ),
+    pytest.param(
+        "`max_tokens` must be less than or equal to `8192`, the maximum value for `max_tokens` "
+        "is less than the `context_window` for this model",
+        FatalAttemptError,
+        id="groq-max_tokens",
+    ),
+    pytest.param(
+        "max_tokens is too large: 100000. This model supports at most 16384 completion tokens, "
+        "whereas you provided 100000.",
+        FatalAttemptError,
+        id="openai-max_tokens",
+    ),
+    pytest.param(
+        "max_completion_tokens exceeds the model's maximum of 32768",
+        FatalAttemptError,
+        id="max_completion_tokens",
+    ),
+    pytest.param(
+        "max_output_tokens: 200000 > 128000, the maximum allowed number of output tokens",
+        FatalAttemptError,
+        id="max_output_tokens",
+    ),
+]
+
 
 def failing(failure: Failure, stream: bool, profile_id: str = OPEN) -> AttemptError:
     server = ChatServer(failure)
@@ -139,6 +184,16 @@ def test_http_errors_are_classified_with_allowlisted_diagnostics(
         request_id=failure.request_id,
     )
     assert caught.retryable is (error is TransientError)
+    assert_no_canary(caught)
+
+
+@pytest.mark.parametrize(("message", "error"), OVERFLOW_OR_OUTPUT_LIMIT)
+def test_only_a_context_overflow_is_classified_as_one(
+    message: str, error: type[AttemptError]
+) -> None:
+    caught = failing(Failure(400, f"{message} {CANARY}", "invalid_request_error"), stream=False)
+    assert type(caught) is error
+    assert caught.retryable is False
     assert_no_canary(caught)
 
 
@@ -190,6 +245,78 @@ def test_unreachable_provider_is_transient(
     with pytest.raises(TransientError) as caught:
         run_once(adapt, [user("frame 1")])
     assert caught.value.diagnostics == Diagnostics(exception_class=exception_class)
+
+
+class IdServer(ChatServer):
+    """The scripted server, also keeping the request id of every answer it served."""
+
+    def __init__(self, *replies: Answer | Failure) -> None:
+        super().__init__(*replies)
+        self.request_ids: list[str] = []
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle(request)
+        self.request_ids.append(response.headers["x-request-id"])
+        return response
+
+
+UNACCEPTED = [
+    pytest.param(Answer("", refusal="I can't help with that."), RefusalError, id="refusal"),
+    pytest.param(Answer("ACTION1", finish_reason="content_filter"), RefusalError, id="filter"),
+    pytest.param(Answer("ACTION cut", finish_reason="length"), TruncatedError, id="length"),
+    pytest.param(Answer("", tool_call=True), InvalidResponseError, id="tool-call"),
+    pytest.param(Answer("ACTION1", finish_reason="pause"), InvalidResponseError, id="unfinished"),
+    pytest.param(Answer("  "), InvalidResponseError, id="empty"),
+    pytest.param(Answer("ACTION1", usage=False), InvalidResponseError, id="no-usage"),
+]
+
+
+@STREAM
+@PROFILES
+@pytest.mark.parametrize(("answer", "error"), UNACCEPTED)
+def test_an_unaccepted_answer_is_diagnosed_as_the_error_raised(
+    stream: bool, profile_id: str, answer: Answer, error: type[AttemptError]
+) -> None:
+    server = IdServer(answer)
+    with pytest.raises(AttemptError) as caught:
+        run_once(adapter(profile(profile_id, stream=stream), server), [user("frame 1")])
+    assert type(caught.value) is error
+    assert caught.value.diagnostics == Diagnostics(
+        exception_class=error.__name__, request_id=server.request_ids[0]
+    )
+
+
+def test_a_stream_without_finish_reason_is_diagnosed_as_interrupted() -> None:
+    server = IdServer(Answer("ACTION1", finish_reason=None))
+    with pytest.raises(InterruptedStreamError) as caught:
+        run_once(adapter(profile(OPEN), server), [user("frame 1")])
+    assert caught.value.diagnostics == Diagnostics(
+        exception_class="InterruptedStreamError", request_id=server.request_ids[0]
+    )
+
+
+@STREAM
+def test_retries_of_unaccepted_answers_name_the_error_raised(stream: bool, tmp_path) -> None:
+    server = IdServer(
+        Answer("", refusal="I can't help with that."),
+        Answer("ACTION cut", finish_reason="length"),
+        Answer("ACTION1"),
+    )
+    run = session(profile(OPEN, stream=stream), server, records=RecordsWriter(tmp_path))
+    run.turn([user("frame 1")], action)
+
+    step = json.loads((tmp_path / "step_001.json").read_text(encoding="utf-8"))
+    assert step["retries"] == [
+        {
+            "attempt": attempt,
+            "kind": kind,
+            "diagnostics": Diagnostics(exception_class, request_id=request_id).to_dict(),
+        }
+        for attempt, kind, exception_class, request_id in [
+            (1, "refusal", "RefusalError", server.request_ids[0]),
+            (2, "truncated", "TruncatedError", server.request_ids[1]),
+        ]
+    ]
 
 
 @STREAM

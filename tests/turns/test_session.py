@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from satchel.turns import (
     ContextOverflowError,
     FatalAttemptError,
     ModelResponse,
+    RecordsWriter,
     RetryPolicy,
     RuntimeState,
     SatchelTurnError,
@@ -314,6 +317,62 @@ def test_abandoned_turn_after_threshold_compaction_does_not_block_the_session(
     chat_server.push(answer("ACT 3"))
     accepted = session.turn([user("frame 3")], parse_action)
     assert accepted.action == "ACT 3"
+
+
+def test_installed_compaction_of_an_abandoned_turn_is_billed_to_the_next_accepted_turn(
+    chat_server: ChatServer,
+) -> None:
+    """Regression: the usage of a compaction the session keeps went to `abandoned_usage` with the
+    turn after it, and the next accepted turn said nothing of it."""
+    session, _ = make_session(chat_server, compacting=True, trigger_tokens=1_000)
+    chat_server.push(answer("ACT 1", 990, 10))
+    session.turn([user("frame 1")], parse_action)
+    summary = Usage(17, 3, 20, 0, 0, 0, None, 1)
+    lost = Usage(23, 2, 25, 0, 0, 0, None, 1)
+    chat_server.push(answer("the summary", 17, 3), Failure(401, type="authentication_error"))
+    with pytest.raises(TurnFailed) as failed:
+        session.turn([user("frame 2")], parse_action)
+    assert failed.value.usage == Usage()
+    assert session.abandoned_usage == Usage()
+    assert session.pending_usage == summary
+    chat_server.push(answer("no action here", 23, 2), answer("ACT 3", 29, 4))
+    accepted = session.turn([user("frame 3")], parse_action)
+    assert accepted.compaction_usage == summary
+    assert accepted.usage == summary + lost + Usage(29, 4, 33, 0, 0, 0, None, 1)
+    assert session.total_usage == Usage(990, 10, 1000, 0, 0, 0, None, 1) + accepted.usage
+
+
+def test_abandoned_turns_keep_their_diagnostics_in_run_metadata(
+    chat_server: ChatServer, tmp_path: Any
+) -> None:
+    """Regression: why a turn was abandoned, and why its summary attempts failed, were never
+    written anywhere."""
+    adapter = open_source_adapter(chat_server)
+    records = RecordsWriter(tmp_path)
+    session = Session(
+        adapter,
+        policy=RetryPolicy(max_attempts=2),
+        compactor=compactor(adapter, max_attempts=2),
+        records=records,
+        sleep=Sleeps(),
+    )
+    first_turn(session, chat_server)
+    chat_server.push(OVERFLOW, Failure(503, type="server_error"), answer("", 31, 1))
+    with pytest.raises(TurnFailed):
+        session.turn([user("frame 2")], parse_action)
+    meta = session.finish("AGENT_ERROR", run_id="r", started_at=datetime.now(UTC))
+    written = json.loads((tmp_path / "run_meta.json").read_text())
+    assert written["abandoned_turns"] == meta["abandoned_turns"]
+    (turn,) = written["abandoned_turns"]
+    assert turn["step"] == 2
+    assert turn["attempts"] == 1
+    assert turn["usage"] == Usage(31, 1, 32, 0, 0, 0, None, 1).to_dict()
+    assert [r["kind"] for r in turn["retries"]] == ["context_overflow"]
+    assert turn["retries"][0]["diagnostics"]["http_status"] == 400
+    kinds = [(f["attempt"], f["kind"]) for f in turn["compaction_failures"]]
+    assert kinds == [(1, "TransientError"), (2, "incomplete_summary")]
+    assert turn["compaction_failures"][0]["diagnostics"]["http_status"] == 503
+    assert "compaction failed" in turn["reason"]
 
 
 @dataclass

@@ -397,6 +397,7 @@ def test_only_accepted_turns_shape_state_requests_and_usage(
     limits = Limits(run.max_attempts, run.summary_attempts, compacting, run.stream)
     ref = Reference(fields)
     accepted_usage = Usage()
+    carried = Usage()  # an installed compaction of an abandoned turn: billed to the next one
     for index, step in enumerate(run.steps):
         if step.buffered:
             buffered = [user(f"buffered {index}.{k}") for k in range(step.buffered)]
@@ -421,21 +422,28 @@ def test_only_accepted_turns_shape_state_requests_and_usage(
         served = zip(server.requests[first:], server.served[first:], strict=True)
         prediction = replay_turn(ref, new, step.actions, step.summaries, served, limits)
         assert next(served, None) is None, "more requests than the policy allows"
-        spent = server.turn_usage.get("action", Usage()) + server.turn_usage.get("summary", Usage())
+        action_usage = server.turn_usage.get("action", Usage())
+        summary_usage = server.turn_usage.get("summary", Usage())
+        spent = action_usage + summary_usage
+        installed = summary_usage if prediction.compacted else Usage()
         if prediction.accepted is not None:
             assert isinstance(result, AcceptedTurn)
             assert result.action == prediction.accepted
             assert result.attempts == prediction.calls
             assert [failure.kind for failure in result.failures] == prediction.kinds
-            assert result.usage == spent
-            expected_compaction = server.turn_usage["summary"] if prediction.compacted else None
-            assert result.compaction_usage == expected_compaction
+            assert result.usage == carried + spent
+            compaction = carried + installed
+            assert result.compaction_usage == (compaction if compaction.requests else None)
             accepted_usage = accepted_usage + result.usage
+            carried = Usage()
         else:
             assert isinstance(result, TurnFailed)
             assert result.attempts == prediction.calls
-            assert result.usage == spent
-            assert session.abandoned_usage == abandoned_before + spent
+            lost = action_usage if prediction.compacted else spent
+            assert result.usage == lost
+            assert session.abandoned_usage == abandoned_before + lost
+            carried = carried + installed
+            assert session.pending_usage == carried
         assert prediction.calls <= run.max_attempts + int(prediction.recovered)
         assert sleeps == prediction.sleeps
         assert compaction_sleeps == prediction.compaction_sleeps
@@ -449,7 +457,7 @@ def test_only_accepted_turns_shape_state_requests_and_usage(
         assert got == ref.boundaries()
         assert session.compactions == ref.compactions
         assert session.total_usage == server.reported
-        assert session.total_usage == accepted_usage + session.abandoned_usage
+        assert session.total_usage == accepted_usage + session.abandoned_usage + carried
 
         state_text = dumped(state.to_json())
         for position, marker in server.leaks:

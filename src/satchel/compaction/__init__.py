@@ -1,4 +1,5 @@
-"""Harness summary compaction and overflow recovery for adapters without native compaction."""
+"""Compaction: harness summaries and overflow recovery for adapters without native compaction,
+and the policy of native compaction for adapters with it."""
 
 from satchel.compaction.harness_summary import (
     BRIDGE_TEMPLATE,
@@ -7,11 +8,13 @@ from satchel.compaction.harness_summary import (
     HarnessSummaryPolicy,
     state_tokens,
 )
+from satchel.compaction.native import NativeCompactionPolicy
 
 __all__ = [
     "BRIDGE_TEMPLATE",
     "SUMMARY_PROMPT",
     "HarnessSummaryCompactor",
     "HarnessSummaryPolicy",
+    "NativeCompactionPolicy",
     "state_tokens",
 ]

@@ -72,6 +72,8 @@ def state_tokens(state: RuntimeState) -> int:
 class HarnessSummaryCompactor:
     """Compacts an adapter's accepted state through its harness-summary capability."""
 
+    within_attempt = False
+
     def __init__(
         self,
         adapter: SummaryCompactionAdapter,
@@ -101,29 +103,33 @@ class HarnessSummaryCompactor:
         candidate = state
         tail: list[UnwoundTurn] = []
         usage = ZERO_USAGE
-        attempts = failures = transient = 0
+        attempts = transient = 0
+        failures: list[dict[str, Any]] = []
         while True:
             if not candidate.accepted_turns:
                 raise CompactionFailed(
                     "compaction reached the protected boundary: no accepted turn left to summarize",
                     usage=usage,
+                    failures=failures,
                 )
             attempts += 1
             try:
                 reply = self.adapter.summarize(candidate, SUMMARY_PROMPT)
             except ContextOverflowError as exc:
                 usage = usage + (exc.usage or ZERO_USAGE)
+                failures.append(_failure(attempts, "context_overflow", exc))
                 candidate, unwound = self.adapter.unwind_latest_turn(candidate)
                 tail.insert(0, unwound)
                 continue
             except AttemptError as exc:
                 usage = usage + (exc.usage or ZERO_USAGE)
-                failures += 1
-                if not exc.retryable or failures >= self.limits.max_attempts:
+                failures.append(_failure(attempts, type(exc).__name__, exc))
+                if not exc.retryable or _failed(failures) >= self.limits.max_attempts:
                     raise CompactionFailed(
                         f"the summary request failed ({type(exc).__name__})",
                         usage=usage,
                         diagnostics=exc.diagnostics,
+                        failures=failures,
                     ) from exc
                 if isinstance(exc, TransientError):
                     transient += 1
@@ -132,9 +138,11 @@ class HarnessSummaryCompactor:
                 continue
             usage = usage + reply.usage
             if not reply.complete:
-                failures += 1
-                if failures >= self.limits.max_attempts:
-                    raise CompactionFailed("the summary was empty or incomplete", usage=usage)
+                failures.append(_failure(attempts, "incomplete_summary", None))
+                if _failed(failures) >= self.limits.max_attempts:
+                    raise CompactionFailed(
+                        "the summary was empty or incomplete", usage=usage, failures=failures
+                    )
                 continue
             bridge = BRIDGE_TEMPLATE.format(summary=reply.text)
             rebuilt = self.adapter.rebuild(candidate, bridge, tail)
@@ -142,7 +150,7 @@ class HarnessSummaryCompactor:
                 self.adapter.check_state(rebuilt)
             except StateError as exc:
                 raise CompactionFailed(
-                    f"the rebuilt state is invalid ({exc})", usage=usage
+                    f"the rebuilt state is invalid ({exc})", usage=usage, failures=failures
                 ) from exc
             size = state_tokens(rebuilt)
             if size >= self.limits.trigger_tokens:
@@ -150,6 +158,7 @@ class HarnessSummaryCompactor:
                     f"the rebuilt state (~{size} tokens) is not below the trigger "
                     f"({self.limits.trigger_tokens})",
                     usage=usage,
+                    failures=failures,
                 )
             record = {
                 "mechanism": "harness_summary",
@@ -162,5 +171,17 @@ class HarnessSummaryCompactor:
                 "turns_before": len(state.accepted_turns),
                 "turns_summarized": len(candidate.accepted_turns),
                 "turns_after": len(rebuilt.accepted_turns),
+                "failures": failures,
             }
             return CompactionOutcome(rebuilt, usage, reply.text, bridge, record)
+
+
+def _failure(attempt: int, kind: str, exc: AttemptError | None) -> dict[str, Any]:
+    """A failed summary attempt as records keep it: number, kind, allowlisted diagnostics."""
+    diagnostics = exc.diagnostics.to_dict() if exc is not None and exc.diagnostics else None
+    return {"attempt": attempt, "kind": kind, "diagnostics": diagnostics}
+
+
+def _failed(failures: list[dict[str, Any]]) -> int:
+    """Failed summary attempts that count against the limit (overflow recoveries do not)."""
+    return sum(1 for failure in failures if failure["kind"] != "context_overflow")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from satchel.compaction import HarnessSummaryCompactor, HarnessSummaryPolicy
+from satchel.compaction import HarnessSummaryCompactor, HarnessSummaryPolicy, NativeCompactionPolicy
 from satchel.providers import Profile, build_adapter
 from satchel.turns import (
     Compactor,
@@ -48,10 +48,12 @@ def build_compactor(
             max_attempts=compaction.max_summary_attempts,
         )
         return HarnessSummaryCompactor(adapter, policy, sleep=sleep)
-    raise ConfigurationError(
-        f"runtime.compaction.strategy: {adapter.descriptor.adapter_id} has no native compaction "
-        "in this installation"
-    )
+    if "native" not in adapter.descriptor.compaction or compaction.trigger_tokens is None:
+        raise ConfigurationError(
+            "runtime.compaction.strategy: native compaction needs trigger_tokens and an adapter "
+            f"that compacts natively ({adapter.descriptor.adapter_id} given)"
+        )
+    return NativeCompactionPolicy(compaction.trigger_tokens, profile.agent.MAX_CONTEXT_LENGTH)
 
 
 def build_session(

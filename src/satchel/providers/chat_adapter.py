@@ -16,7 +16,7 @@ from satchel.providers.chat_state import (
     empty_payload,
     readable,
 )
-from satchel.providers.chat_wire import ChatReply, call_chat
+from satchel.providers.chat_wire import ChatReply, call_chat, reply_error
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
@@ -32,7 +32,6 @@ from satchel.turns import (
     TruncatedError,
     redact,
 )
-from satchel.turns.diagnostics import Diagnostics
 
 FORBIDDEN_REQUEST_KEYS = ("messages", "tools", "tool_choice", "functions", "function_call")
 SDK_REQUEST_KEYS = frozenset(
@@ -147,36 +146,29 @@ class ChatCompletionsAdapter:
     def accept_reply(self, reply: ChatReply) -> tuple[str, str | None]:
         """Return the answer text and exact reasoning, or raise the attempt error it deserves."""
         if reply.usage is None:
-            raise InvalidResponseError(
+            raise reply_error(
+                InvalidResponseError,
                 "the provider reported no usage; every request must be accounted for",
-                diagnostics=_diagnostics(reply),
+                reply,
             )
         if reply.refusal or reply.finish_reason == "content_filter":
-            raise RefusalError(
-                "the model refused", usage=reply.usage, diagnostics=_diagnostics(reply)
-            )
+            raise reply_error(RefusalError, "the model refused", reply)
         if reply.tool_calls or reply.finish_reason in ("tool_calls", "function_call"):
-            raise InvalidResponseError(
+            raise reply_error(
+                InvalidResponseError,
                 "the model called a tool; this adapter accepts plain-text answers only",
-                usage=reply.usage,
-                diagnostics=_diagnostics(reply),
+                reply,
             )
         if reply.finish_reason == "length":
-            raise TruncatedError(
-                "the answer hit the output limit",
-                usage=reply.usage,
-                diagnostics=_diagnostics(reply),
-            )
+            raise reply_error(TruncatedError, "the answer hit the output limit", reply)
         if reply.finish_reason != "stop":
-            raise InvalidResponseError(
+            raise reply_error(
+                InvalidResponseError,
                 f"the answer did not complete (finish reason {reply.finish_reason!r})",
-                usage=reply.usage,
-                diagnostics=_diagnostics(reply),
+                reply,
             )
         if not reply.text.strip():
-            raise InvalidResponseError(
-                "the answer is empty", usage=reply.usage, diagnostics=_diagnostics(reply)
-            )
+            raise reply_error(InvalidResponseError, "the answer is empty", reply)
         return reply.text, next(iter(reply.reasoning.values()), None)
 
 
@@ -188,7 +180,3 @@ def _descriptor(index: int, message: Message) -> dict[str, Any]:
         else [str(part.get("type", "unknown")) for part in content if isinstance(part, dict)]
     )
     return {"index": index, "type": "message", "role": message["role"], "content": kinds}
-
-
-def _diagnostics(reply: ChatReply) -> Diagnostics:
-    return Diagnostics.build("InvalidResponse", request_id=reply.request_id)

@@ -32,6 +32,14 @@ _OVERFLOW_TEXT = re.compile(
     r"|input is too long|reduce the length|exceeds the model",
     re.IGNORECASE,
 )
+# A message naming the output limit (max_tokens, completion or output tokens) is about the
+# requested output, which compaction cannot shrink, so it is fatal; unless it also counts the
+# input tokens, as vLLM's "'max_tokens' ... is too large: 1000. This model's maximum context
+# length is 2048 tokens and your request has 1500 input tokens" does: that one is an overflow.
+_OUTPUT_LIMIT = re.compile(
+    r"max_(?:completion_|output_)?tokens|(?:completion|output) tokens", re.IGNORECASE
+)
+_INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -98,9 +106,7 @@ def _from_completion(completion: Any) -> ChatReply:
         usage=normalize_usage(completion.usage),
     )
     if not completion.choices:
-        raise InvalidResponseError(
-            "the response has no choices", usage=reply.usage, diagnostics=_diag(reply)
-        )
+        raise reply_error(InvalidResponseError, "the response has no choices", reply)
     choice = completion.choices[0]
     message = choice.message
     reply.finish_reason = choice.finish_reason
@@ -144,9 +150,7 @@ def _accumulate(reply: ChatReply, stream: Iterable[Any]) -> None:
     reply.text = "".join(text)
     reply.refusal = "".join(refusal) or None
     if reply.finish_reason is None:
-        raise InterruptedStreamError(
-            "the stream ended without a finish reason", usage=reply.usage, diagnostics=_diag(reply)
-        )
+        raise reply_error(InterruptedStreamError, "the stream ended without a finish reason", reply)
 
 
 def _take_reasoning(reply: ChatReply, extra: dict[str, Any], *, append: bool) -> None:
@@ -181,7 +185,7 @@ def classify_status_error(exc: openai.APIStatusError) -> AttemptError:
     code = exc.code if isinstance(exc.code, str) else None
     diagnostics = Diagnostics.build(type(exc).__name__, error_type or code, status, exc.request_id)
     if code in _OVERFLOW_CODES or (
-        status in (400, 413, 422) and _OVERFLOW_TEXT.search(str(exc.message or ""))
+        status in (400, 413, 422) and _overflows(str(exc.message or ""))
     ):
         return ContextOverflowError(
             "the request exceeds the model's context", diagnostics=diagnostics
@@ -193,5 +197,17 @@ def classify_status_error(exc: openai.APIStatusError) -> AttemptError:
     )
 
 
-def _diag(reply: ChatReply) -> Diagnostics:
-    return Diagnostics.build("InvalidResponse", request_id=reply.request_id)
+def _overflows(message: str) -> bool:
+    if _OUTPUT_LIMIT.search(message) and not _INPUT_TOKENS.search(message):
+        return False
+    return _OVERFLOW_TEXT.search(message) is not None
+
+
+def reply_error[E: AttemptError](error: type[E], message: str, reply: ChatReply) -> E:
+    """`error` for an answer that cannot be accepted, with the answer's usage and diagnostics
+    naming `error` and the request id."""
+    return error(
+        message,
+        usage=reply.usage,
+        diagnostics=Diagnostics.build(error.__name__, request_id=reply.request_id),
+    )

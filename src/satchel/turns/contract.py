@@ -41,11 +41,13 @@ class AdapterDescriptor:
 
 @dataclass(frozen=True, slots=True)
 class ModelTurnRequest:
-    """One attempt: the last accepted state plus the inputs of this turn."""
+    """One attempt: the last accepted state plus the inputs of this turn. `compact`: an adapter
+    with native compaction compacts the accepted history first, inside this attempt."""
 
     state: RuntimeState
     new_messages: tuple[Message, ...]
     attempt: int = 1
+    compact: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +93,18 @@ class TransitionTelemetry:
 
 
 @dataclass(frozen=True, slots=True)
+class NativeCompaction:
+    """A provider compaction made inside an attempt: it commits with the attempt's action or not
+    at all. `usage` is the compaction call's own; `record` is what records may show of it."""
+
+    usage: Usage
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ModelTurnResult:
-    """What an adapter returns for a completed attempt; the state is provisional until accepted."""
+    """What an adapter returns for a completed attempt; the state is provisional until accepted.
+    `usage` is the action request's; a native compaction before it carries its own."""
 
     response: ModelResponse
     usage: Usage
@@ -100,6 +112,7 @@ class ModelTurnResult:
     request_record: RequestRecord
     telemetry: TransitionTelemetry
     readable_request_messages: tuple[Message, ...] = field(default=())
+    compaction: NativeCompaction | None = None
 
 
 @runtime_checkable
@@ -188,7 +201,13 @@ class CompactionOutcome:
 
 
 class Compactor(Protocol):
-    """Replaces an accepted state by a shorter one; fails closed (raises) otherwise."""
+    """Replaces an accepted state by a shorter one; fails closed (raises) otherwise.
+
+    With `within_attempt` true (absent means false) the compactor only decides *when*: the
+    session then asks the adapter to compact inside each attempt of the turn
+    (`ModelTurnRequest.compact`), and the compaction commits with the action; `compact` is not
+    called.
+    """
 
     def due(self, last_turn_usage: Usage) -> bool:
         """Whether the latest accepted turn's size schedules a compaction before the next."""

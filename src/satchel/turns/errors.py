@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from satchel.turns.diagnostics import Diagnostics
@@ -91,6 +92,18 @@ class TurnFailed(SatchelTurnError):
 
 
 class CompactionFailed(AttemptError):
-    """Compaction could not produce a valid shorter state; the accepted state is unchanged."""
+    """Compaction could not produce a valid shorter state; the accepted state is unchanged.
+    `failures`: each failed summary attempt's number, kind and allowlisted diagnostics."""
 
     retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        usage: Usage | None = None,
+        diagnostics: Diagnostics | None = None,
+        failures: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        super().__init__(message, usage=usage, diagnostics=diagnostics)
+        self.failures = tuple(failures)

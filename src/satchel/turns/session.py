@@ -19,6 +19,7 @@ from satchel.turns.contract import (
 )
 from satchel.turns.errors import (
     AttemptError,
+    CompactionFailed,
     ConfigurationError,
     ContextOverflowError,
     InterruptedStreamError,
@@ -105,7 +106,10 @@ class _Turn:
     counted: int = 0
     transient: int = 0
     overflow_recovered: bool = False
+    compact: bool = False  # the adapter compacts natively inside each attempt
+    compactions: int = 0  # native compactions made by this turn's attempts
     failures: list[FailedAttempt] = field(default_factory=list)
+    compaction_failures: tuple[dict[str, Any], ...] = ()
 
 
 class Session:
@@ -131,10 +135,12 @@ class Session:
         initial = state if state is not None else adapter.initial_state()
         adapter.check_state(initial)
         self._state = initial
-        self._pending_usage = ZERO_USAGE
+        self._attempt_usage = ZERO_USAGE  # spent by the turn in progress
+        self._carried_usage = ZERO_USAGE  # an installed compaction's, billed to the next turn
         self._compaction_usage = ZERO_USAGE
         self._total_usage = ZERO_USAGE
         self._abandoned_usage = ZERO_USAGE
+        self._abandoned_turns: list[dict[str, Any]] = []
         self._steps = 0
         self._compactions = 0
         self._continuation: dict[str, Any] | None = None
@@ -152,8 +158,9 @@ class Session:
 
     @property
     def pending_usage(self) -> Usage:
-        """Spent since the last accepted turn; billed to the next one."""
-        return self._pending_usage
+        """Spent since the last accepted turn and billed to the next one: an installed
+        compaction's usage, and the turn in progress."""
+        return self._carried_usage + self._attempt_usage
 
     @property
     def abandoned_usage(self) -> Usage:
@@ -185,25 +192,37 @@ class Session:
         check_input_messages(new_messages)
         new = tuple(new_messages)
         started = time.monotonic()
+        turn = _Turn()
         try:
-            return self._turn(new, parse, started)
-        except BaseException:
-            self._abandoned_usage = self._abandoned_usage + self._pending_usage
-            self._pending_usage = ZERO_USAGE
-            self._compaction_usage = ZERO_USAGE
+            return self._turn(turn, new, parse, started)
+        except BaseException as exc:
+            # What this turn spent is abandoned; an installed compaction stays billed to the
+            # next accepted turn, since the state it made stays accepted.
+            if self._attempt_usage.requests or turn.calls:
+                self._abandoned_turns.append(self._abandoned_record(turn, exc))
+            self._abandoned_usage = self._abandoned_usage + self._attempt_usage
+            self._attempt_usage = ZERO_USAGE
             raise
 
     def _turn[T](
-        self, new: tuple[Message, ...], parse: Callable[[ModelResponse], T], started: float
+        self,
+        turn: _Turn,
+        new: tuple[Message, ...],
+        parse: Callable[[ModelResponse], T],
+        started: float,
     ) -> AcceptedTurn[T]:
-        turn = _Turn()
         last = self._last_turn_usage
+        native = bool(getattr(self.compactor, "within_attempt", False))
         if self.compactor is not None and last is not None and self.compactor.due(last):
-            self._compact(turn, "threshold")
+            if native:
+                turn.compact = True
+            else:
+                self._compact(turn, "threshold")
+        trigger = "threshold"
         while True:
             turn.calls += 1
             turn.counted += 1
-            request = ModelTurnRequest(self._state, new, turn.calls)
+            request = ModelTurnRequest(self._state, new, turn.calls, compact=turn.compact)
             try:
                 result = self.adapter.run(request)
             except AttemptError as exc:
@@ -216,7 +235,10 @@ class Session:
                         ) from exc
                     turn.overflow_recovered = True
                     turn.counted -= 1
-                    self._compact(turn, "overflow")
+                    if native:
+                        turn.compact, trigger = True, "overflow"
+                    else:
+                        self._compact(turn, "overflow")
                     continue
                 if not exc.retryable:
                     raise self._failed(
@@ -229,6 +251,9 @@ class Session:
                     self._sleep(self.policy.backoff(turn.transient))
                 continue
             self._spend(result.usage)
+            if result.compaction is not None:
+                turn.compactions += 1
+                self._spend(result.compaction.usage)
             try:
                 action = parse(result.response)
             except InvalidAnswer as exc:
@@ -237,14 +262,18 @@ class Session:
                     raise self._failed(turn, "retries ran out", exc) from exc
                 continue
             self.adapter.check_state(result.provisional_state)
-            return self._commit(turn, action, result, started)
+            return self._commit(turn, action, result, started, trigger)
 
     def _commit[T](
-        self, turn: _Turn, action: T, result: ModelTurnResult, started: float
+        self, turn: _Turn, action: T, result: ModelTurnResult, started: float, trigger: str
     ) -> AcceptedTurn[T]:
         self._state = result.provisional_state
         self._steps += 1
-        usage, self._pending_usage = self._pending_usage, ZERO_USAGE
+        usage = self._carried_usage + self._attempt_usage
+        self._carried_usage = self._attempt_usage = ZERO_USAGE
+        if result.compaction is not None:
+            self._compaction_usage = self._compaction_usage + result.compaction.usage
+            self._native_compacted(turn, result, trigger)
         compaction_usage = self._compaction_usage if self._compaction_usage.requests else None
         self._compaction_usage = ZERO_USAGE
         self._last_turn_usage = result.usage
@@ -294,7 +323,32 @@ class Session:
         }
         if continuation is not None:
             record["continuation"] = continuation
+        if result.compaction is not None:
+            record["native_compaction"] = {
+                "compaction": self._compactions,
+                **result.compaction.record,
+                "usage": result.compaction.usage.to_dict(),
+            }
         return record
+
+    def _native_compacted(self, turn: _Turn, result: ModelTurnResult, trigger: str) -> None:
+        """Count and record the native compaction that commits with this turn's action."""
+        assert result.compaction is not None
+        self._compactions += 1
+        log.info("compaction %d (%s, native) committed", self._compactions, trigger)
+        if self.records is not None:
+            record = {
+                "number": self._compactions,
+                "step_before": self._steps - 1,
+                "time": datetime.now(UTC).isoformat(),
+                "model": self.adapter.model,
+                "trigger": trigger,
+                "mechanism": "native",
+                "compactions_attempted": turn.compactions,
+                **result.compaction.record,
+                "usage": result.compaction.usage.to_dict(),
+            }
+            self.records.write_compaction(self._compactions, record)
 
     def _compact(self, turn: _Turn, trigger: str) -> None:
         assert self.compactor is not None
@@ -303,14 +357,18 @@ class Session:
             outcome: CompactionOutcome = self.compactor.compact(self._state, trigger)
         except AttemptError as exc:
             self._spend(exc.usage)
+            if isinstance(exc, CompactionFailed):
+                turn.compaction_failures = exc.failures
             raise self._failed(turn, f"{trigger} compaction failed ({exc})", exc) from exc
-        self._spend(outcome.usage)
         try:
             self.adapter.check_state(outcome.state)
         except StateError as exc:
+            self._spend(outcome.usage)
             raise self._failed(
                 turn, f"{trigger} compaction produced an invalid state", exc
             ) from exc
+        self._total_usage = self._total_usage + outcome.usage
+        self._carried_usage = self._carried_usage + outcome.usage
         self._compaction_usage = self._compaction_usage + outcome.usage
         self._state = outcome.state
         self._last_turn_usage = None
@@ -338,7 +396,7 @@ class Session:
     def _spend(self, usage: Usage | None) -> None:
         if usage is None or usage == ZERO_USAGE:
             return
-        self._pending_usage = self._pending_usage + usage
+        self._attempt_usage = self._attempt_usage + usage
         self._total_usage = self._total_usage + usage
 
     def _fail(self, turn: _Turn, kind: str, exc: AttemptError | None) -> None:
@@ -356,9 +414,22 @@ class Session:
         return TurnFailed(
             f"step {self._steps + 1} abandoned after {turn.calls} attempt(s): {why}",
             attempts=turn.calls,
-            usage=self._pending_usage,
+            usage=self._attempt_usage,
             last_error=exc,
         )
+
+    def _abandoned_record(self, turn: _Turn, exc: BaseException) -> dict[str, Any]:
+        """What run metadata keeps of an abandoned turn: counts, usage, allowlisted diagnostics."""
+        record: dict[str, Any] = {
+            "step": self._steps + 1,
+            "attempts": turn.calls,
+            "reason": str(exc) if isinstance(exc, TurnFailed) else type(exc).__name__,
+            "usage": self._attempt_usage.to_dict(),
+            "retries": [failure.to_dict() for failure in turn.failures],
+        }
+        if turn.compaction_failures:
+            record["compaction_failures"] = list(turn.compaction_failures)
+        return record
 
     def finish(
         self,
@@ -383,6 +454,8 @@ class Session:
             "outcome": outcome,
             "total_usage": self._total_usage.to_dict(),
             "abandoned_usage": self._abandoned_usage.to_dict(),
+            "unbilled_usage": self._carried_usage.to_dict(),
+            "abandoned_turns": list(self._abandoned_turns),
             "estimated_cost": self.pricing.estimate(self._total_usage) if self.pricing else None,
             "runtime": runtime_metadata(
                 self.adapter.descriptor,
