@@ -33,7 +33,7 @@ from satchel.harness.environments import Arena
 from satchel.harness.runner import RunPlan, run_games
 from satchel.harness.scripted import SUMMARY_KEY, ScriptedModelServer, winning_script
 from satchel.providers import OpenSourceChatAdapter, example_profiles
-from satchel.providers.chat_wire import sdk_arguments
+from satchel.providers.openai_sdk import sdk_arguments
 
 GAME = "maze-0001"
 PROFILE = "qwen3-open-weight-continuous"
@@ -75,7 +75,11 @@ def bare_loop(bodies: list[dict[str, Any]], played: list[str], *, shortcut: bool
         assert environment is not None
         environment.reset()
         for body in bodies:
-            list(client.chat.completions.create(**(sdk_arguments(body) if shortcut else body)))
+            list(
+                client.chat.completions.create(
+                    **(sdk_arguments(body, "messages") if shortcut else body)
+                )
+            )
             if SUMMARY_KEY not in json.dumps(body["messages"][-1]):  # an action request
                 environment.step(GameAction[next(moves)])
         seconds = time.perf_counter() - began

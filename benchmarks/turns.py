@@ -50,7 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from satchel.providers import Profile, build_adapter, example_profiles, parse_profiles
-from satchel.providers.chat_wire import sdk_arguments
+from satchel.providers.openai_sdk import sdk_arguments
 from satchel.turns import Message, ModelResponse, Session
 
 GOAL = 1.3
@@ -270,7 +270,9 @@ def bare_conversation(
 
     def create(messages: list[Any], **more: Any) -> Any:
         body = {"messages": messages, **settings, **more}
-        return client.chat.completions.create(**(sdk_arguments(body) if shortcut else body))
+        return client.chat.completions.create(
+            **(sdk_arguments(body, "messages") if shortcut else body)
+        )
 
     def ask(messages: list[Any]) -> tuple[str, str | None, int]:
         if not stream:

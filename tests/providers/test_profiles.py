@@ -61,7 +61,7 @@ def test_the_example_profiles_build_their_adapters() -> None:
 
 REFUSED = [
     (ROLLING, {"runtime.adapter_id": "acme.chat.v9"}, "runtime.adapter_id"),
-    (ROLLING, {"runtime.adapter_id": "openai.responses.v1"}, "runtime.adapter_id"),
+    (ROLLING, {"runtime.adapter_id": "anthropic.messages.v1"}, "runtime.adapter_id"),
     (ROLLING, {"runtime.state": "continuous_conversation"}, "runtime.state"),
     (ROLLING, {"runtime.state": "previous_response_id"}, "runtime.state"),
     (ROLLING, {"runtime.state": "bogus"}, "runtime.state"),
@@ -141,8 +141,12 @@ REFUSED = [
     (ROLLING, {"runtime.adapter_id": DELETE}, "runtime.adapter_id"),
     (
         ROLLING,
-        {"runtime.adapter_id": DELETE, "runtime.sdk": "openai-python", "runtime.api": "responses"},
-        "runtime.api: openai-python/responses needs the adapter openai.responses.v1",
+        {
+            "runtime.adapter_id": DELETE,
+            "runtime.sdk": "anthropic-python",
+            "runtime.api": "messages",
+        },
+        "runtime.api: anthropic-python/messages needs the adapter anthropic.messages.v1",
     ),
     (
         ROLLING,

@@ -2,39 +2,71 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from provider_kit import OPEN, REPO_ROOT, ROLLING, action, adapter, profile, session, user
+from provider_kit import entry as entry_for
 
 from chatwire import Answer, ChatServer
 from satchel.providers import REGISTRY, OpenAIChatAdapter, OpenSourceChatAdapter
-from satchel.turns import ConfigurationError, RuntimeState, Session, StateError
+from satchel.providers import profiles as profiles_module
+from satchel.providers.openai_responses import OpenAIResponsesAdapter
+from satchel.providers.profiles import ProfileError, parse_profiles
+from satchel.providers.xai_responses import XAIResponsesAdapter
+from satchel.turns import AdapterRegistry, ConfigurationError, RuntimeState, Session, StateError
 
 ROLLING_ID = "openai.chat_completions.v1"
 OPEN_ID = "open_source.chat_completions.v1"
 
 
 @pytest.mark.parametrize(
-    ("adapter_id", "cls", "provider", "strategies", "compaction"),
+    ("adapter_id", "cls", "provider", "surface", "strategies", "compaction"),
     [
-        (ROLLING_ID, OpenAIChatAdapter, "openai", ("manual_rolling",), ("none",)),
+        (
+            ROLLING_ID,
+            OpenAIChatAdapter,
+            "openai",
+            "chat.completions",
+            ("manual_rolling",),
+            ("none",),
+        ),
         (
             OPEN_ID,
             OpenSourceChatAdapter,
             "open_source",
+            "chat.completions",
             ("continuous_conversation",),
             ("none", "harness_summary"),
         ),
+        (
+            "openai.responses.v1",
+            OpenAIResponsesAdapter,
+            "openai",
+            "responses",
+            ("continuous_conversation", "previous_response_id"),
+            ("none", "harness_summary"),
+        ),
+        (
+            "xai.responses.v1",
+            XAIResponsesAdapter,
+            "xai",
+            "responses",
+            ("continuous_conversation",),
+            ("none", "native"),
+        ),
     ],
-    ids=["rolling", "open"],
+    ids=["rolling", "open", "openai-responses", "xai-responses"],
 )
-def test_both_adapters_are_registered_with_descriptors(
+def test_every_adapter_is_registered_with_its_descriptor(
     adapter_id: str,
     cls: type,
     provider: str,
+    surface: str,
     strategies: tuple[str, ...],
     compaction: tuple[str, ...],
 ) -> None:
@@ -42,7 +74,7 @@ def test_both_adapters_are_registered_with_descriptors(
     descriptor = REGISTRY.descriptor(adapter_id)
     assert descriptor.adapter_id == adapter_id
     assert descriptor.provider == provider
-    assert descriptor.api_surface == "chat.completions"
+    assert descriptor.api_surface == surface
     assert descriptor.strategies == strategies
     assert descriptor.compaction == compaction
     assert descriptor.review_status in ("unreviewed", "provider_reference", "provider_approved")
@@ -63,7 +95,43 @@ def test_the_registry_lists_its_descriptors_and_refuses_unknown_ids() -> None:
     with pytest.raises(ConfigurationError, match=r"acme\.chat\.v9"):
         REGISTRY.get("acme.chat.v9")
     with pytest.raises(ConfigurationError, match="already registered"):
-        REGISTRY.register(OpenAIChatAdapter.descriptor, lambda **options: None)  # type: ignore[arg-type, return-value]
+        REGISTRY.register(
+            OpenAIChatAdapter.descriptor,
+            lambda **options: None,  # type: ignore[arg-type, return-value]
+            lambda request, strategy: request,
+        )
+
+
+def test_a_new_adapter_brings_its_request_check_with_its_registration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: request checks lived in a table beside the registry, so a profile naming a
+    newly registered adapter failed with a KeyError instead of being checked."""
+    registry = AdapterRegistry()
+    for descriptor in REGISTRY:
+        entry = REGISTRY.get(descriptor.adapter_id)
+        registry.register(descriptor, entry.factory, entry.validate_request)
+    new = dataclasses.replace(OpenSourceChatAdapter.descriptor, adapter_id="acme.chat.v2")
+    seen: list[tuple[dict[str, Any], str]] = []
+
+    def check(request: dict[str, Any], strategy: str) -> dict[str, Any]:
+        seen.append((request, strategy))
+        if request.get("temperature", 0) > 1:
+            raise ConfigurationError("request.temperature: at most 1 for acme")
+        return request
+
+    registry.register(new, REGISTRY.get(OPEN_ID).factory, check)
+    monkeypatch.setattr(profiles_module, "REGISTRY", registry)
+    entry = {
+        **entry_for(OPEN),
+        "runtime": {**entry_for(OPEN)["runtime"], "adapter_id": "acme.chat.v2"},
+    }
+    loaded = parse_profiles([entry])
+    assert seen == [(entry["request"], "continuous_conversation")]
+    assert loaded[entry["id"]].runtime.adapter == "acme.chat.v2"
+    hot = {**entry, "request": {**entry["request"], "temperature": 2}}
+    with pytest.raises(ProfileError, match=r"request\.temperature: at most 1 for acme"):
+        parse_profiles([hot])
 
 
 def accepted_state(profile_id: str) -> RuntimeState:

@@ -16,7 +16,8 @@ from satchel.providers.chat_state import (
     empty_payload,
     readable,
 )
-from satchel.providers.chat_wire import ChatReply, call_chat, reply_error
+from satchel.providers.chat_wire import ChatReply, call_chat
+from satchel.providers.openai_sdk import reply_error
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,

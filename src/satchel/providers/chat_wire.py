@@ -1,12 +1,12 @@
 """One Chat Completions call through the official `openai` SDK, streamed or not, normalized.
 
 Shared by the Chat Completions adapters: it sends a body, accumulates a stream until the finish
-reason and the usage chunk, and turns SDK exceptions into the turn contract's error taxonomy.
+reason and the usage chunk, and turns SDK exceptions into the turn contract's error taxonomy
+(`openai_sdk`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,32 +14,21 @@ from typing import Any
 import httpx
 import openai
 
+from satchel.providers.openai_sdk import (
+    classify_status_error,
+    reply_error,
+    sdk_arguments,
+    unreachable,
+)
 from satchel.turns import (
     AttemptError,
-    ContextOverflowError,
     Diagnostics,
-    FatalAttemptError,
     InterruptedStreamError,
     InvalidResponseError,
-    TransientError,
     Usage,
 )
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-_OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
-_OVERFLOW_TEXT = re.compile(
-    r"context length|context window|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length|exceeds the model",
-    re.IGNORECASE,
-)
-# A message naming the output limit (max_tokens, completion or output tokens) is about the
-# requested output, which compaction cannot shrink, so it is fatal; unless it also counts the
-# input tokens, as vLLM's "'max_tokens' ... is too large: 1000. This model's maximum context
-# length is 2048 tokens and your request has 1500 input tokens" does: that one is an overflow.
-_OUTPUT_LIMIT = re.compile(
-    r"max_(?:completion_|output_)?tokens|(?:completion|output) tokens", re.IGNORECASE
-)
-_INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -64,7 +53,7 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
     as their context.
     """
     error: AttemptError
-    arguments = sdk_arguments(body)
+    arguments = sdk_arguments(body, "messages")
     try:
         if body.get("stream"):
             stream = client.chat.completions.create(**arguments)
@@ -75,27 +64,10 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
     except openai.APIStatusError as exc:
         error = classify_status_error(exc)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-        error = TransientError(
-            "the provider could not be reached", diagnostics=Diagnostics.build(type(exc).__name__)
-        )
+        error = unreachable(exc)
     else:
         return _from_completion(completion)
     raise error
-
-
-def sdk_arguments(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` as `create()` arguments whose messages travel in `extra_body`.
-
-    The SDK walks every parameter against its type hints before sending; over a long
-    conversation that walk is most of a request's client-side time, and for message parameters
-    (no aliased or formatted fields) it returns its input unchanged. `extra_body` is merged into
-    the JSON as given, so the bytes sent are the same; a test holds them equal.
-    """
-    messages = body.get("messages")
-    if messages is None:
-        return body
-    extra = {"messages": messages, **(body.get("extra_body") or {})}
-    return {**body, "messages": [], "extra_body": extra}
 
 
 def _from_completion(completion: Any) -> ChatReply:
@@ -175,39 +147,4 @@ def normalize_usage(usage: Any) -> Usage | None:
         cache_read_tokens=getattr(prompt, "cached_tokens", None)
         or extra.get("prompt_cache_hit_tokens"),
         cost=extra.get("cost"),
-    )
-
-
-def classify_status_error(exc: openai.APIStatusError) -> AttemptError:
-    """Map an HTTP error answer to the taxonomy; provider messages are inspected, never kept."""
-    status = exc.status_code
-    error_type = exc.type if isinstance(exc.type, str) else None
-    code = exc.code if isinstance(exc.code, str) else None
-    diagnostics = Diagnostics.build(type(exc).__name__, error_type or code, status, exc.request_id)
-    if code in _OVERFLOW_CODES or (
-        status in (400, 413, 422) and _overflows(str(exc.message or ""))
-    ):
-        return ContextOverflowError(
-            "the request exceeds the model's context", diagnostics=diagnostics
-        )
-    if status in (408, 409, 429) or status >= 500:
-        return TransientError(f"the provider answered HTTP {status}", diagnostics=diagnostics)
-    return FatalAttemptError(
-        f"the provider refused the request (HTTP {status})", diagnostics=diagnostics
-    )
-
-
-def _overflows(message: str) -> bool:
-    if _OUTPUT_LIMIT.search(message) and not _INPUT_TOKENS.search(message):
-        return False
-    return _OVERFLOW_TEXT.search(message) is not None
-
-
-def reply_error[E: AttemptError](error: type[E], message: str, reply: ChatReply) -> E:
-    """`error` for an answer that cannot be accepted, with the answer's usage and diagnostics
-    naming `error` and the request id."""
-    return error(
-        message,
-        usage=reply.usage,
-        diagnostics=Diagnostics.build(error.__name__, request_id=reply.request_id),
     )

@@ -16,12 +16,12 @@ import openai
 
 from satchel.providers.chat_adapter import ChatCompletionsAdapter
 from satchel.providers.chat_wire import REASONING_FIELDS, ChatReply, call_chat
+from satchel.providers.unwinding import rebuilt, unwind_latest
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
     InvalidResponseError,
     RuntimeState,
-    StateError,
     SummaryReply,
     UnwoundTurn,
 )
@@ -87,26 +87,9 @@ class OpenSourceChatAdapter(ChatCompletionsAdapter):
         return SummaryReply(reply.text.strip(), reply.usage, complete and bool(reply.text.strip()))
 
     def unwind_latest_turn(self, state: RuntimeState) -> tuple[RuntimeState, UnwoundTurn]:
-        if not state.accepted_turns:
-            raise StateError("RuntimeState.accepted_turns: no accepted turn left to unwind")
-        last = state.accepted_turns[-1]
-        messages = state.payload["messages"]
-        unwound = UnwoundTurn(tuple(messages[last.start_item : last.end_item]), last)
-        payload = {**state.payload, "messages": messages[: last.start_item]}
-        shorter = RuntimeState(state.adapter_id, state.strategy, payload, state.accepted_turns[:-1])
-        return shorter, unwound
+        return unwind_latest(state, "messages")
 
     def rebuild(
         self, state: RuntimeState, bridge: str, tail: Sequence[UnwoundTurn]
     ) -> RuntimeState:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": bridge}]
-        turns = []
-        for turn in tail:
-            turns.append(turn.boundary.shifted(len(messages) - turn.boundary.start_item))
-            messages.extend(turn.items)
-        payload = {
-            "preamble": state.payload["preamble"],
-            "messages": messages,
-            "pending": state.payload["pending"],
-        }
-        return RuntimeState(state.adapter_id, state.strategy, payload, tuple(turns))
+        return rebuilt(state, "messages", {"role": "user", "content": bridge}, tail)

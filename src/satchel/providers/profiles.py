@@ -12,7 +12,7 @@ import openai
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from satchel.providers.registry import REGISTRY, REQUEST_VALIDATORS
+from satchel.providers.registry import REGISTRY
 from satchel.turns import ConfigurationError, Pricing, ProviderAdapter, RetryPolicy
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
@@ -177,11 +177,19 @@ def _check(profile: Profile) -> None:
             f"{adapter_id} supports {', '.join(descriptor.compaction)}, not {compaction.strategy}",
         )
     try:
-        REQUEST_VALIDATORS[adapter_id](profile.request)
+        REGISTRY.get(adapter_id).validate_request(profile.request, runtime.strategy)
     except ConfigurationError as exc:
         raise ValueError(str(exc)) from None
+    if compaction.strategy != "none" and "context_management" in profile.request:
+        raise _FieldError(
+            "request.context_management",
+            f"inline compaction and runtime.compaction.strategy: {compaction.strategy} cannot "
+            "both compact one conversation",
+        )
     if compaction.strategy == "harness_summary":
         _check_summary_budget(profile)
+    elif compaction.strategy == "native":
+        _check_native_budget(profile)
     elif compaction.trigger_tokens is not None:
         raise _FieldError(
             "runtime.compaction.trigger_tokens", "only meaningful with a compaction strategy"
@@ -255,6 +263,19 @@ def _check_summary_budget(profile: Profile) -> None:
             f"summary_input_headroom_tokens ({compaction.summary_input_headroom_tokens}) = "
             f"{needed} must stay below agent.MAX_CONTEXT_LENGTH "
             f"({profile.agent.MAX_CONTEXT_LENGTH})",
+        )
+
+
+def _check_native_budget(profile: Profile) -> None:
+    trigger = profile.runtime.compaction.trigger_tokens
+    if trigger is None:
+        raise _FieldError("runtime.compaction.trigger_tokens", "required with native compaction")
+    output = profile.output_limit() or 0
+    if trigger + output >= profile.agent.MAX_CONTEXT_LENGTH:
+        raise _FieldError(
+            "runtime.compaction.trigger_tokens",
+            f"trigger_tokens ({trigger}) + output limit ({output}) = {trigger + output} must "
+            f"stay below agent.MAX_CONTEXT_LENGTH ({profile.agent.MAX_CONTEXT_LENGTH})",
         )
 
 

@@ -11,12 +11,15 @@ from satchel.turns.errors import ConfigurationError, StateError
 from satchel.turns.state import RuntimeState
 
 AdapterFactory = Callable[..., ProviderAdapter]
+# Checks a profile's `request` section for a strategy; raises `ConfigurationError` naming the field.
+RequestValidator = Callable[[dict[str, Any], str], object]
 
 
 @dataclass(frozen=True, slots=True)
 class RegistryEntry:
     descriptor: AdapterDescriptor
     factory: AdapterFactory
+    validate_request: RequestValidator
 
 
 class AdapterRegistry:
@@ -25,10 +28,16 @@ class AdapterRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, RegistryEntry] = {}
 
-    def register(self, descriptor: AdapterDescriptor, factory: AdapterFactory) -> None:
+    def register(
+        self,
+        descriptor: AdapterDescriptor,
+        factory: AdapterFactory,
+        validate_request: RequestValidator,
+    ) -> None:
+        """Register an adapter with the factory that builds it and the check of its requests."""
         if descriptor.adapter_id in self._entries:
             raise ConfigurationError(f"adapter id {descriptor.adapter_id!r} is already registered")
-        self._entries[descriptor.adapter_id] = RegistryEntry(descriptor, factory)
+        self._entries[descriptor.adapter_id] = RegistryEntry(descriptor, factory, validate_request)
 
     def get(self, adapter_id: str) -> RegistryEntry:
         entry = self._entries.get(adapter_id)

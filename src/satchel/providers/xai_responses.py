@@ -1,0 +1,84 @@
+"""`xai.responses.v1`: xAI's Responses API through the `openai` SDK, replayed exactly, with
+native compaction as a separate call.
+
+The replay is the Responses one (`store: false`, encrypted reasoning included). OpenAI's
+`reasoning.context` and inline `context_management` are refused. When the session asks for a
+compaction, the accepted items alone go to `POST /responses/compact` (the buffered inputs and the
+new frame are held aside); the answer must hold exactly one compaction item with encrypted
+content, and its whole output replaces the accepted prefix, followed by the held inputs. The
+compaction is part of the attempt: it commits only with an accepted action, and a retry compacts
+the unchanged accepted history again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from satchel.providers.openai_sdk import reply_error
+from satchel.providers.responses_adapter import ResponsesAdapter, check_replay, check_request
+from satchel.providers.responses_state import Item, replayable
+from satchel.providers.responses_wire import call_compact
+from satchel.turns import (
+    AdapterDescriptor,
+    ConfigurationError,
+    InvalidResponseError,
+    NativeCompaction,
+    RuntimeState,
+)
+
+
+class XAIResponsesAdapter(ResponsesAdapter):
+    """Continuous conversation over xAI Responses, with native compaction."""
+
+    descriptor = AdapterDescriptor(
+        adapter_id="xai.responses.v1",
+        provider="xai",
+        api_surface="responses",
+        implementation_path="src/satchel/providers/xai_responses.py",
+        version="1.0.0",
+        strategies=("continuous_conversation",),
+        review_status="unreviewed",
+        compaction=("none", "native"),
+    )
+
+    @classmethod
+    def validate_request(cls, request: object, strategy: str) -> dict[str, Any]:
+        settings = check_request(request, cls.descriptor.adapter_id)
+        check_replay(settings)
+        if "context_management" in settings:
+            raise ConfigurationError(
+                "request.context_management: xAI compacts by a separate call; choose "
+                "runtime.compaction.strategy: native"
+            )
+        reasoning = settings.get("reasoning")
+        if isinstance(reasoning, Mapping) and "context" in reasoning:
+            raise ConfigurationError("request.reasoning.context: not an xAI setting")
+        return settings
+
+    def compacted(self, state: RuntimeState) -> tuple[list[Item], NativeCompaction | None]:
+        prefix: list[Item] = state.payload["items"]
+        if not prefix:  # nothing accepted yet: nothing to compact
+            return prefix, None
+        reply = call_compact(self.client, self.model, prefix)
+        if reply.usage is None:
+            raise reply_error(InvalidResponseError, "the compaction reported no usage", reply)
+        compactions = [item for item in reply.items if item.get("type") == "compaction"]
+        if (
+            len(compactions) != 1
+            or not isinstance(compactions[0].get("encrypted_content"), str)
+            or not compactions[0]["encrypted_content"]
+        ):
+            raise reply_error(
+                InvalidResponseError,
+                "the compaction must answer exactly one compaction item with encrypted content "
+                f"(got {len(compactions)})",
+                reply,
+            )
+        items = replayable(reply.items)
+        record = {
+            "items_before": len(prefix),
+            "items_after": len(items),
+            "turns_compacted": len(state.accepted_turns),
+        }
+        return items, NativeCompaction(reply.usage, record)
