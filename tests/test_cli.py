@@ -42,6 +42,8 @@ def test_providers_json_has_the_descriptor_fields() -> None:
     assert {row["adapter_id"] for row in rows} == {
         "openai.chat_completions.v1",
         "open_source.chat_completions.v1",
+        "openai.responses.v1",
+        "xai.responses.v1",
     }
     for row in rows:
         assert set(row) >= {

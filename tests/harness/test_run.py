@@ -255,8 +255,17 @@ def test_the_games_and_profiles_are_listed(runner: CliRunner) -> None:
     assert games.exit_code == 0, games.output
     for game in ("maze-0001", "tapx-0001", "lamp-0001"):
         assert game in games.output
-    configs = runner.invoke(app, ["run", "--list-configs"])
-    assert configs.exit_code == 0 and "qwen3-open-weight-continuous" in configs.output
+    configs = runner.invoke(app, ["run", "--list-configs"], env={"COLUMNS": "200"})
+    assert configs.exit_code == 0, configs.output
+    for profile_id, adapter_id in (
+        ("qwen3-open-weight-continuous", "open_source.chat_completions.v1"),
+        ("gpt-5.6-sol-responses-continuous", "openai.responses.v1"),
+        ("gpt-5.6-sol-responses-handle", "openai.responses.v1"),
+        ("grok-4.6-xai-responses-native", "xai.responses.v1"),
+    ):
+        row = next(line for line in configs.output.splitlines() if profile_id in line)
+        assert adapter_id in row
+    assert "inline (request)" in configs.output
 
 
 @pytest.mark.parametrize(

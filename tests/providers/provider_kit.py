@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from chatwire import ChatServer
+from responseswire import ResponsesServer
 from satchel.providers import Profile, build_adapter, parse_profiles
 from satchel.providers import profiles as profiles_module
 from satchel.turns import (
@@ -29,7 +30,14 @@ EXAMPLES_FILE = Path(profiles_module.__file__).parent / "profiles" / "examples.y
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROLLING = "gpt-5-mini-chat-rolling"
 OPEN = "qwen3-open-weight-continuous"
-ENV = {"OPENAI_API_KEY": "sk-test-key", "OPEN_WEIGHT_API_KEY": "ow-test-key"}
+RESPONSES = "gpt-5.6-sol-responses-continuous"
+HANDLE = "gpt-5.6-sol-responses-handle"
+XAI = "grok-4.6-xai-responses-native"
+ENV = {
+    "OPENAI_API_KEY": "sk-test-key",
+    "OPEN_WEIGHT_API_KEY": "ow-test-key",
+    "XAI_API_KEY": "xai-test-key",
+}
 DELETE = object()
 
 
@@ -71,11 +79,11 @@ def profile(
     return load(entry(profile_id, edits))
 
 
-def adapter(prof: Profile, server: ChatServer) -> ProviderAdapter:
+def adapter(prof: Profile, server: ChatServer | ResponsesServer) -> ProviderAdapter:
     return build_adapter(prof, http_client=server.client(), env=ENV)
 
 
-def session(prof: Profile, server: ChatServer, **kwargs: Any) -> Session:
+def session(prof: Profile, server: ChatServer | ResponsesServer, **kwargs: Any) -> Session:
     kwargs.setdefault("sleep", lambda seconds: None)
     return Session(adapter(prof, server), **kwargs)
 

@@ -7,7 +7,20 @@ from typing import Any
 
 import pytest
 import yaml
-from provider_kit import DELETE, ENV, EXAMPLES_FILE, OPEN, ROLLING, entry, load, run_once, user
+from provider_kit import (
+    DELETE,
+    ENV,
+    EXAMPLES_FILE,
+    HANDLE,
+    OPEN,
+    RESPONSES,
+    ROLLING,
+    XAI,
+    entry,
+    load,
+    run_once,
+    user,
+)
 
 from chatwire import Answer, ChatServer
 from satchel.providers import (
@@ -26,7 +39,7 @@ SECRET = "sk-proj-CANARYKEY0123456789abcdef"
 
 def test_the_example_profiles_load() -> None:
     profiles = example_profiles()
-    assert sorted(profiles) == sorted([ROLLING, OPEN])
+    assert sorted(profiles) == sorted([ROLLING, OPEN, RESPONSES, HANDLE, XAI])
     assert load_profiles(EXAMPLES_FILE) == profiles
 
     rolling = profiles[ROLLING]

@@ -171,6 +171,12 @@ def _check(profile: Profile) -> None:
     if pricing is not None and (pricing.input is None) != (pricing.output is None):
         raise _FieldError("pricing", "give both input and output prices, or neither")
     compaction = runtime.compaction
+    if compaction.strategy != "none" and runtime.strategy != "continuous_conversation":
+        raise _FieldError(
+            "runtime.compaction.strategy",
+            f"only continuous_conversation compacts; under {runtime.strategy} the conversation "
+            "is not the adapter's to rebuild",
+        )
     if compaction.strategy not in descriptor.compaction:
         raise _FieldError(
             "runtime.compaction.strategy",
