@@ -104,7 +104,7 @@ def call_responses(client: openai.OpenAI, body: dict[str, Any]) -> ResponsesRepl
     else:
         reply = ResponsesReply(request_id=getattr(response, "_request_id", None))
         _take_response(reply, response)
-        reply.items = [item.to_dict(mode="json") for item in response.output]
+        reply.items = [item.to_dict(mode="json", warnings=False) for item in response.output]
         return reply
     raise error
 
@@ -127,7 +127,7 @@ def call_compact(client: openai.OpenAI, model: str, items: list[Item]) -> Respon
             response_id=compacted.id,
             request_id=getattr(compacted, "_request_id", None),
             status="completed",
-            items=[item.to_dict(mode="json") for item in compacted.output],
+            items=[item.to_dict(mode="json", warnings=False) for item in compacted.output],
             usage=normalize_usage(compacted.usage),
         )
     raise error
@@ -140,7 +140,7 @@ def _accumulate(reply: ResponsesReply, stream: Iterable[Any]) -> None:
         for event in stream:
             kind = event.type
             if kind == "response.output_item.done":
-                done[event.output_index] = event.item.to_dict(mode="json")
+                done[event.output_index] = event.item.to_dict(mode="json", warnings=False)
             elif kind in _FINAL_EVENTS:
                 _take_response(reply, event.response)
                 final = True
