@@ -80,6 +80,8 @@ class ResponsesServer:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.served: list[dict[str, Any]] = []  # each answer's output items, as sent
+        self.outputs: list[list[dict[str, Any]] | None] = []  # per request; None: no answer
+        self.usages: list[dict[str, Any] | None] = []  # per request, as reported
 
     def push(self, *replies: Reply) -> None:
         self.script.extend(replies)
@@ -102,6 +104,8 @@ class ResponsesServer:
             raise AssertionError("the scripted server has no reply left")
         reply = self.script.popleft()
         if isinstance(reply, Failure):
+            self.outputs.append(None)
+            self.usages.append(None)
             error = {"message": reply.message, "type": reply.type, "code": reply.code}
             return httpx.Response(
                 reply.status, json={"error": error}, headers={"x-request-id": reply.request_id}
@@ -113,6 +117,11 @@ class ResponsesServer:
         assert isinstance(reply, Output), "an action request got a compaction reply"
         response = _response(reply)
         self.served.append({"output": response["output"]})
+        broken = bool(body.get("stream")) and (
+            reply.interrupt_after is not None or reply.drop_final or reply.error_event is not None
+        )
+        self.outputs.append(response["output"])
+        self.usages.append(None if broken else response["usage"])
         if body.get("stream"):
             return httpx.Response(
                 200,
@@ -150,6 +159,8 @@ class ResponsesServer:
         if reply.usage:
             answer["usage"] = usage_body(reply.input_tokens, reply.output_tokens, 0, 0)
         self.served.append({"output": output})
+        self.outputs.append(output)
+        self.usages.append(answer.get("usage"))
         return answer
 
 
