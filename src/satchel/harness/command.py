@@ -161,7 +161,7 @@ def configs_table(options: RunOptions) -> Table:
     for column in ("profile", "adapter", "strategy", "compaction", "model"):
         table.add_column(column, no_wrap=column == "profile", overflow="fold")
     for profile_id, profile in sorted(profiles_of(options.profiles).items()):
-        compaction = profile.runtime.compaction.strategy
+        compaction: str = profile.runtime.compaction.strategy
         if "context_management" in profile.request:
             compaction = "inline (request)"
         table.add_row(

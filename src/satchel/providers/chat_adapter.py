@@ -17,7 +17,7 @@ from satchel.providers.chat_state import (
     readable,
 )
 from satchel.providers.chat_wire import ChatReply, call_chat
-from satchel.providers.openai_sdk import reply_error
+from satchel.providers.openai_sdk import check_settings, reply_error
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
@@ -56,26 +56,16 @@ class ChatCompletionsAdapter:
     @classmethod
     def validate_request(cls, request: dict[str, Any]) -> dict[str, Any]:
         """Check the profile's `request` section; return the settings sent on every call."""
-        if not isinstance(request, dict):
-            raise ConfigurationError("request: expected a mapping of Chat Completions settings")
-        model = request.get("model")
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError("request.model: a model name is required")
-        for key in FORBIDDEN_REQUEST_KEYS:
-            if key in request:
-                raise ConfigurationError(
-                    f"request.{key}: not allowed; {cls.descriptor.adapter_id} "
-                    "builds messages itself and answers in plain text"
-                )
-        unknown = sorted(set(request) - SDK_REQUEST_KEYS)
-        if unknown:
-            raise ConfigurationError(
-                f"request.{unknown[0]}: not a Chat Completions setting the openai SDK sends "
-                "(use extra_body for server-specific fields)"
-            )
-        if request.get("n", 1) != 1:
+        settings = check_settings(
+            request,
+            api="Chat Completions",
+            sdk_keys=SDK_REQUEST_KEYS,
+            owned=FORBIDDEN_REQUEST_KEYS,
+            why_owned=f"{cls.descriptor.adapter_id} builds messages itself and answers in "
+            "plain text",
+        )
+        if settings.get("n", 1) != 1:
             raise ConfigurationError("request.n: must be 1 (one answer per turn)")
-        settings = dict(request)
         options = settings.get("stream_options")
         if settings.get("stream"):
             if options is not None and not isinstance(options, dict):

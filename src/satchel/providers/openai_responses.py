@@ -22,7 +22,7 @@ from satchel.providers.responses_adapter import (
     check_replay,
     check_request,
 )
-from satchel.providers.responses_state import input_item, readable
+from satchel.providers.responses_state import input_item
 from satchel.providers.responses_wire import call_responses
 from satchel.providers.unwinding import rebuilt, unwind_latest
 from satchel.turns import (
@@ -30,16 +30,13 @@ from satchel.turns import (
     ConfigurationError,
     InvalidResponseError,
     Message,
-    ModelResponse,
     ModelTurnRequest,
     ModelTurnResult,
-    RequestRecord,
     RuntimeState,
     StateError,
     SummaryReply,
     TransitionTelemetry,
     UnwoundTurn,
-    redact,
 )
 
 DESCRIPTOR = AdapterDescriptor(
@@ -192,26 +189,8 @@ class OpenAIResponseHandleAdapter(ResponsesAdapter):
         if not reply.response_id:
             raise reply_error(InvalidResponseError, "the response has no id to chain to", reply)
         provisional = RuntimeState(state.adapter_id, state.strategy, _handle(reply.response_id, []))
-        assert reply.usage is not None
-        return ModelTurnResult(
-            response=ModelResponse(
-                text=text,
-                reasoning=reply.reasoning,
-                finish_reason="completed",
-                model=reply.model or self.model,
-                response_id=reply.response_id,
-            ),
-            usage=reply.usage,
-            provisional_state=provisional,
-            request_record=RequestRecord(
-                input_items=tuple(
-                    {"index": i, "type": "message", "role": item["role"]}
-                    for i, item in enumerate(sent)
-                ),
-                settings=redact(self.settings(), self.opaque_fields),
-            ),
-            telemetry=TransitionTelemetry(items_sent=len(sent)),
-            readable_request_messages=tuple(readable(item) for item in sent),
+        return self.result(
+            reply, text, provisional, sent, TransitionTelemetry(items_sent=len(sent))
         )
 
 

@@ -4,12 +4,14 @@ SDK, and how SDK errors and unacceptable answers map onto the turn contract's ta
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import openai
 
 from satchel.turns import (
     AttemptError,
+    ConfigurationError,
     ContextOverflowError,
     Diagnostics,
     FatalAttemptError,
@@ -31,6 +33,34 @@ _OUTPUT_LIMIT = re.compile(
     r"max_(?:completion_|output_)?tokens|(?:completion|output) tokens", re.IGNORECASE
 )
 _INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
+
+
+def check_settings(
+    request: object,
+    *,
+    api: str,
+    sdk_keys: frozenset[str],
+    owned: Sequence[str],
+    why_owned: str,
+) -> dict[str, Any]:
+    """The checks every profile `request` section passes: a mapping of settings the SDK's `api`
+    method takes (`sdk_keys`), with a model, and none of the `owned` ones (`why_owned` says why
+    the adapter keeps those). Raises `ConfigurationError` naming the field."""
+    if not isinstance(request, Mapping):
+        raise ConfigurationError(f"request: expected a mapping of {api} settings")
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise ConfigurationError("request.model: a model name is required")
+    for key in owned:
+        if key in request:
+            raise ConfigurationError(f"request.{key}: not allowed; {why_owned}")
+    unknown = sorted(set(request) - sdk_keys)
+    if unknown:
+        raise ConfigurationError(
+            f"request.{unknown[0]}: not a {api} setting the openai SDK sends "
+            "(use extra_body for server-specific fields)"
+        )
+    return dict(request)
 
 
 class Answered(Protocol):

@@ -16,7 +16,7 @@ from typing import Any
 import openai
 from openai.resources.responses import Responses
 
-from satchel.providers.openai_sdk import reply_error
+from satchel.providers.openai_sdk import check_settings, reply_error
 from satchel.providers.responses_state import (
     Item,
     buffered,
@@ -81,24 +81,14 @@ def check_request(
 ) -> dict[str, Any]:
     """The checks every Responses request passes: a mapping of SDK settings with a model, none
     of the `owned` ones, streaming a boolean, truncation never automatic."""
-    if not isinstance(request, Mapping):
-        raise ConfigurationError("request: expected a mapping of Responses settings")
-    settings = dict(request)
-    model = settings.get("model")
-    if not isinstance(model, str) or not model:
-        raise ConfigurationError("request.model: a model name is required")
-    for key in owned:
-        if key in settings:
-            raise ConfigurationError(
-                f"request.{key}: not allowed; {adapter_id} owns the conversation's input and "
-                "state, and answers in plain text"
-            )
-    unknown = sorted(set(settings) - SDK_REQUEST_KEYS)
-    if unknown:
-        raise ConfigurationError(
-            f"request.{unknown[0]}: not a Responses setting the openai SDK sends "
-            "(use extra_body for server-specific fields)"
-        )
+    settings = check_settings(
+        request,
+        api="Responses",
+        sdk_keys=SDK_REQUEST_KEYS,
+        owned=owned,
+        why_owned=f"{adapter_id} owns the conversation's input and state, and answers in "
+        "plain text",
+    )
     if "stream" in settings and not isinstance(settings["stream"], bool):
         raise ConfigurationError("request.stream: expected true or false")
     if settings.get("truncation", "disabled") != "disabled":
@@ -175,6 +165,24 @@ class ResponsesAdapter:
             raise
         output = replayable(reply.items)
         provisional = committed(state, base, turns, inputs, output, reply.reasoning)
+        telemetry = TransitionTelemetry(
+            items_sent=len(sent),
+            compaction_items_returned=sum(i.get("type") == "compaction" for i in output),
+            history_before=len(state.payload["items"]),
+            history_after=len(provisional.payload["items"]),
+        )
+        return self.result(reply, text, provisional, sent, telemetry, compaction)
+
+    def result(
+        self,
+        reply: ResponsesReply,
+        text: str,
+        provisional: RuntimeState,
+        sent: list[Item],
+        telemetry: TransitionTelemetry,
+        compaction: NativeCompaction | None = None,
+    ) -> ModelTurnResult:
+        """The attempt's result for an accepted-looking `reply` to the request of `sent`."""
         assert reply.usage is not None
         return ModelTurnResult(
             response=ModelResponse(
@@ -190,12 +198,7 @@ class ResponsesAdapter:
                 input_items=tuple(descriptor(i, item) for i, item in enumerate(sent)),
                 settings=redact(self.settings(), self.opaque_fields),
             ),
-            telemetry=TransitionTelemetry(
-                items_sent=len(sent),
-                compaction_items_returned=sum(i.get("type") == "compaction" for i in output),
-                history_before=len(state.payload["items"]),
-                history_after=len(provisional.payload["items"]),
-            ),
+            telemetry=telemetry,
             readable_request_messages=tuple(readable(item) for item in sent),
             compaction=compaction,
         )
