@@ -6,7 +6,11 @@ import copy
 import json
 from typing import Any
 
+import httpx
+import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from provider_kit import DELETE, ENV, HANDLE, RESPONSES, action, entry, load, profile, user
 
 from chatwire import Failure
@@ -14,6 +18,7 @@ from responseswire import Output, ResponsesServer
 from satchel.providers import build_adapter
 from satchel.providers.openai_responses import OpenAIResponseHandleAdapter, OpenAIResponsesAdapter
 from satchel.providers.profiles import ProfileError
+from satchel.providers.responses_wire import call_responses
 from satchel.turns import (
     InvalidResponseError,
     RefusalError,
@@ -330,3 +335,64 @@ def test_transient_http_errors_are_retried_with_the_same_input() -> None:
     assert [f.kind for f in accepted.failures] == ["transient"]
     first, second = server.actions()
     assert first["input"] == second["input"]
+
+
+def _wire_bytes(send: Any) -> bytes:
+    seen: list[bytes] = []
+    server = ResponsesServer(Output("ok"))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return server.handle(request)
+
+    client = openai.OpenAI(
+        api_key="unused",
+        base_url="http://wire.test/v1",
+        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    send(client)
+    return seen[0]
+
+
+_TEXT = st.text(max_size=16)
+_ITEM = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": _TEXT}),
+    st.fixed_dictionaries(
+        {
+            "id": _TEXT,
+            "type": st.just("reasoning"),
+            "summary": st.lists(
+                st.fixed_dictionaries({"type": st.just("summary_text"), "text": _TEXT}),
+                max_size=2,
+            ),
+            "encrypted_content": _TEXT,
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "id": _TEXT,
+            "type": st.just("message"),
+            "role": st.just("assistant"),
+            "status": st.just("completed"),
+            "content": st.lists(
+                st.fixed_dictionaries(
+                    {"type": st.just("output_text"), "text": _TEXT, "annotations": st.just([])}
+                ),
+                max_size=2,
+            ),
+        }
+    ),
+    st.fixed_dictionaries({"id": _TEXT, "type": st.just("compaction"), "encrypted_content": _TEXT}),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=st.lists(_ITEM, min_size=1, max_size=5), stream=st.booleans())
+def test_input_in_extra_body_puts_the_same_bytes_on_the_wire(
+    items: list[dict[str, Any]], stream: bool
+) -> None:
+    body: dict[str, Any] = {"model": "m", "input": items, "store": False, "stream": stream}
+    plain = _wire_bytes(lambda client: client.responses.create(**body))
+    ours = _wire_bytes(lambda client: call_responses(client, body))
+    assert ours == plain
+    assert json.loads(ours)["input"] == items

@@ -108,7 +108,7 @@ def script(
     return [*replies, *[Failure(401, type="authentication_error")] * (2 * ATTEMPTS)], size
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(profile_id=st.sampled_from([RESPONSES, XAI]), stream=st.booleans(), plan=STEPS)
 def test_only_accepted_turns_shape_the_state_and_later_requests(
     profile_id: str, stream: bool, plan: list[Step]
