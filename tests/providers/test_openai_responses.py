@@ -15,6 +15,7 @@ from provider_kit import DELETE, ENV, HANDLE, RESPONSES, action, entry, load, pr
 
 from chatwire import Failure
 from responseswire import Output, ResponsesServer
+from satchel.harness import build_session
 from satchel.providers import build_adapter
 from satchel.providers.openai_responses import OpenAIResponseHandleAdapter, OpenAIResponsesAdapter
 from satchel.providers.profiles import ProfileError
@@ -288,6 +289,14 @@ REFUSED = [
         "request.context_management",
     ),
     (RESPONSES, {"request.bogus": 1}, "request.bogus"),
+    (RESPONSES, {"request.extra_body": {"input": []}}, "request.extra_body.input"),
+    (RESPONSES, {"request.extra_body": {"tools": []}}, "request.extra_body.tools"),
+    (
+        HANDLE,
+        {"request.extra_body": {"previous_response_id": "r"}},
+        "request.extra_body.previous_response_id",
+    ),
+    (RESPONSES, {"request.extra_body": "x"}, "request.extra_body"),
     (
         RESPONSES,
         {
@@ -396,3 +405,51 @@ def test_input_in_extra_body_puts_the_same_bytes_on_the_wire(
     ours = _wire_bytes(lambda client: call_responses(client, body))
     assert ours == plain
     assert json.loads(ours)["input"] == items
+
+
+def summary_session(server: ResponsesServer) -> Session:
+    settings = {
+        "request.context_management": DELETE,
+        "runtime.compaction.strategy": "harness_summary",
+        "runtime.compaction.trigger_tokens": 100_000,
+        "runtime.compaction.summary_max_output_tokens": 2_000,
+    }
+    prof = profile(RESPONSES, settings=settings)
+    return build_session(prof, http_client=server.client(), env=ENV, sleep=lambda s: None)
+
+
+OVERFLOW = Failure(400, message="maximum context length", code="context_length_exceeded")
+
+
+def test_a_harness_summary_bridges_into_a_fresh_item_list() -> None:
+    server = ResponsesServer(Output("ACTION1"))
+    session = summary_session(server)
+    session.turn([user("frame 1")], action)
+    session.buffer([user("GAME_OVER")])
+    server.push(OVERFLOW, Output("the summary", summary=None), Output("ACTION3"))
+    turn = session.turn([user("frame 2")], action)
+    summary_request = server.requests[2]
+    assert summary_request["max_output_tokens"] == 2_000
+    assert summary_request["input"][:-1] == server.requests[0]["input"] + [
+        replayed(item) for item in server.served[0]["output"]
+    ]
+    assert "summary" in summary_request["input"][-1]["content"]
+    bridge, *rest = server.actions()[-1]["input"]
+    assert bridge["role"] == "user" and "the summary" in bridge["content"]
+    assert rest == [user("GAME_OVER"), user("frame 2")]
+    assert session.compactions == 1
+    assert turn.compaction_usage is not None
+
+
+def test_an_overflowing_summary_keeps_the_unwound_turn_exactly() -> None:
+    server = ResponsesServer(Output("ACTION1"), Output("ACTION2"))
+    session = summary_session(server)
+    session.turn([user("frame 1")], action)
+    session.turn([user("frame 2")], action)
+    second_turn = [user("frame 2"), *(replayed(item) for item in server.served[1]["output"])]
+    server.push(OVERFLOW, OVERFLOW, Output("the summary", summary=None), Output("ACTION3"))
+    session.turn([user("frame 3")], action)
+    bridge, *rest = server.actions()[-1]["input"]
+    assert "the summary" in bridge["content"]
+    assert rest == [*second_turn, user("frame 3")]
+    assert rest[1]["encrypted_content"] == server.served[1]["output"][0]["encrypted_content"]

@@ -74,6 +74,8 @@ def test_the_example_profiles_build_their_adapters() -> None:
 
 REFUSED = [
     (ROLLING, {"runtime.adapter_id": "acme.chat.v9"}, "runtime.adapter_id"),
+    (ROLLING, {"request.extra_body": {"messages": []}}, "request.extra_body.messages"),
+    (OPEN, {"request.extra_body": {"tools": []}}, "request.extra_body.tools"),
     (ROLLING, {"runtime.adapter_id": "anthropic.messages.v1"}, "runtime.adapter_id"),
     (ROLLING, {"runtime.state": "continuous_conversation"}, "runtime.state"),
     (ROLLING, {"runtime.state": "previous_response_id"}, "runtime.state"),

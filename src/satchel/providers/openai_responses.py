@@ -17,7 +17,6 @@ import openai
 
 from satchel.providers.openai_sdk import reply_error
 from satchel.providers.responses_adapter import (
-    OWNED_KEYS,
     ResponsesAdapter,
     check_replay,
     check_request,
@@ -53,13 +52,12 @@ DESCRIPTOR = AdapterDescriptor(
 
 def check_openai_request(request: object, strategy: str) -> dict[str, Any]:
     """The profile rules of `openai.responses.v1` for `strategy`, refused naming the field."""
-    owned = [key for key in OWNED_KEYS if key != "previous_response_id"]
-    settings = check_request(request, DESCRIPTOR.adapter_id, owned=owned)
-    if "previous_response_id" in settings:
+    if isinstance(request, Mapping) and "previous_response_id" in request:
         raise ConfigurationError(
             "request.previous_response_id: not allowed; choose runtime.state: "
             "previous_response_id and the adapter keeps the handle"
         )
+    settings = check_request(request, DESCRIPTOR.adapter_id)
     if strategy == "previous_response_id":
         if settings.get("store") is False:
             raise ConfigurationError(

@@ -45,15 +45,20 @@ def check_settings(
 ) -> dict[str, Any]:
     """The checks every profile `request` section passes: a mapping of settings the SDK's `api`
     method takes (`sdk_keys`), with a model, and none of the `owned` ones (`why_owned` says why
-    the adapter keeps those). Raises `ConfigurationError` naming the field."""
+    the adapter keeps those), neither directly nor in `extra_body`, which is sent as given.
+    Raises `ConfigurationError` naming the field."""
     if not isinstance(request, Mapping):
         raise ConfigurationError(f"request: expected a mapping of {api} settings")
     model = request.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigurationError("request.model: a model name is required")
+    extra = request.get("extra_body", {})
+    if not isinstance(extra, Mapping):
+        raise ConfigurationError("request.extra_body: expected a mapping of extra JSON fields")
     for key in owned:
-        if key in request:
-            raise ConfigurationError(f"request.{key}: not allowed; {why_owned}")
+        for where, settings in (("request", request), ("request.extra_body", extra)):
+            if key in settings:
+                raise ConfigurationError(f"{where}.{key}: not allowed; {why_owned}")
     unknown = sorted(set(request) - sdk_keys)
     if unknown:
         raise ConfigurationError(
