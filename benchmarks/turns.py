@@ -2,34 +2,50 @@
 
 A long conversation (200 turns by default: a system prompt, then one ~1.5 KB observation frame
 per user turn, a short answer per assistant turn, plus ~400 characters of reasoning for the
-open-weight adapter) runs through two loops that share one `httpx.MockTransport` handler:
+open-weight and Responses adapters) runs through three loops over one server of precomputed
+bytes behind `httpx.MockTransport`:
 
 * `Session.turn` with the adapter the example profile builds (`openai.chat_completions.v1` with
-  `manual_rolling`, `open_source.chat_completions.v1` with `continuous_conversation`), and
-* a hand-written loop calling `client.chat.completions.create` with the same growing message
-  list (replaying `reasoning_content` for the open-weight adapter, dropping the same oldest turns
-  in the trimming row) and reading the answer, reasoning and usage the same way, and
-* the same loop sending as satchel's adapters send (the messages in `extra_body`: the same bytes,
-  without the SDK's walk over every message), so satchel's own work shows apart from that saving.
+  `manual_rolling`; `open_source.chat_completions.v1`, `openai.responses.v1` and
+  `xai.responses.v1` with `continuous_conversation`),
+* a hand-written loop calling the SDK with the same growing conversation and reading the answer,
+  reasoning and usage the same way: for Chat Completions, `client.chat.completions.create` with
+  the message list (replaying `reasoning_content` for the open-weight adapter, dropping the same
+  oldest turns in the trimming row); for Responses, `client.responses.create` with its own
+  `input` list (the system message, then each user frame and every output item of each answer
+  as `to_dict(mode="json")` returns it, less the reasoning items' `status`: the adapters' exact
+  replay), and
+* the same loop sending as satchel's adapters send (the conversation in `extra_body`: the same
+  bytes, without the SDK's walk over every message or item), so satchel's own work shows apart
+  from that saving.
 
 Each adapter runs streamed (the example profiles' default) and non-streamed, with a trim limit
 so large that the window is held (the main figure), plus one streamed `manual_rolling` row whose
-limit makes the window trim every dozen turns or so.
+limit makes the window trim every dozen turns or so. The Responses rows run the example profiles
+`gpt-5.6-sol-responses-continuous` and `grok-4.6-xai-responses-native`, the latter without its
+`runtime.compaction` (native compaction past 200k tokens), so that no compaction call falls into
+the timed rows; the Sessions get no compactor either.
 
-The handler replays precomputed response bytes (token-sized stream chunks), so serving a request
-costs little and the same for every loop. A warm-up round over the first turns checks that the
-loops send byte-identical requests and see the same usage. Each timed run advances the
-conversations in lockstep, one turn each, rotating which goes first, so drift and background
-load hit all alike; turns are timed in CPU time of this process. A row reports the median of
-`--repeat` runs: ms per turn for each loop, the overhead ratio satchel / bare and the ratio to
-the loop that sends as satchel does (medians of the paired runs). The goal is at most 1.3x.
-The last line printed is one JSON object whose `overhead_ratio` is the worst ratio of the
-held-window rows, followed by every row's figures.
+The server replays precomputed response bytes (token-sized stream chunks), so serving a request
+costs little and the same for every loop. A Responses answer is the documented `response` object,
+or its server-sent events (`response.created` through `response.completed`, the summary and the
+text in deltas): a reasoning item with a summary and a fresh `encrypted_content` each turn, then
+the assistant message. Each loop has its own lane of that server, rewound before conversations
+start, so every loop gets turn k's answer at turn k and replays the same items. A warm-up round
+over the first turns checks that the loops send byte-identical requests and see the same usage.
+Each timed run advances the conversations in lockstep, one turn each, rotating which goes first,
+so drift and background load hit all alike; turns are timed in CPU time of this process. A row
+reports the median of `--repeat` runs: ms per turn for each loop, the overhead ratio satchel /
+bare and the ratio to the loop that sends as satchel does (medians of the paired runs). The goal
+is at most 1.3x for every adapter. The last line printed is one JSON object whose
+`overhead_ratio` is the worst ratio of the held-window rows (`per_adapter`: each adapter's
+worst), followed by every row's figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import hashlib
 import itertools
@@ -56,7 +72,17 @@ from satchel.turns import Message, ModelResponse, Session
 GOAL = 1.3
 OPENAI_ID = "openai.chat_completions.v1"
 OPEN_SOURCE_ID = "open_source.chat_completions.v1"
-ENV = {"OPENAI_API_KEY": "sk-bench", "OPEN_WEIGHT_API_KEY": "bench"}
+OPENAI_RESPONSES_ID = "openai.responses.v1"
+XAI_RESPONSES_ID = "xai.responses.v1"
+RESPONSES_IDS = frozenset({OPENAI_RESPONSES_ID, XAI_RESPONSES_ID})
+# The example profile each adapter's rows run (the benchmark edits its own copy).
+PROFILE_IDS = {
+    OPENAI_ID: "gpt-5-mini-chat-rolling",
+    OPEN_SOURCE_ID: "qwen3-open-weight-continuous",
+    OPENAI_RESPONSES_ID: "gpt-5.6-sol-responses-continuous",
+    XAI_RESPONSES_ID: "grok-4.6-xai-responses-native",
+}
+ENV = {"OPENAI_API_KEY": "sk-bench", "OPEN_WEIGHT_API_KEY": "bench", "XAI_API_KEY": "xai-bench"}
 HELD_LIMIT_TOKENS = 50_000_000
 TRIM_LIMIT_TOKENS = 20_000
 TRIM_TARGET_FRACTION = 0.7
@@ -64,6 +90,7 @@ FRAME_ROWS, FRAME_COLS = 22, 64
 ANSWER = "ACTION3\nThe key is two cells to the right; moving there before the timer runs out."
 REASONING_SEED = 7
 REASONING_CHARS = 400
+ENCRYPTED_BYTES = 1024  # each turn's encrypted reasoning blob, before base64
 TOKEN_CHARS = 4
 WARMUP_TURNS = 60
 
@@ -195,7 +222,165 @@ class WireServer:
         return httpx.Response(200, headers=self.json_headers, content=self.body)
 
 
-# ---- the two loops ------------------------------------------------------------------------------
+RESPONSES_USAGE = {
+    "input_tokens": 12_000,
+    "input_tokens_details": {"cached_tokens": 11_000},
+    "output_tokens": 120,
+    "output_tokens_details": {"reasoning_tokens": 100},
+    "total_tokens": 12_120,
+}
+
+
+def response_object(model: str, turn: int) -> dict[str, Any]:
+    """Turn `turn`'s completed `response`: a reasoning item with a summary and an encrypted blob
+    of its own, then the assistant message."""
+    rng = random.Random(f"response {turn}")
+    encrypted = "gAAAAAB" + base64.b64encode(rng.randbytes(ENCRYPTED_BYTES)).decode()
+    reasoning = {
+        "id": f"rs_{rng.randbytes(24).hex()}",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": reasoning_text()}],
+        "encrypted_content": encrypted,
+        "status": "completed",
+    }
+    message = {
+        "id": f"msg_{rng.randbytes(24).hex()}",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+    }
+    return {
+        "id": f"resp_{rng.randbytes(24).hex()}",
+        "object": "response",
+        "created_at": 1_780_000_000 + turn,
+        "status": "completed",
+        "model": model,
+        "output": [reasoning, message],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "usage": RESPONSES_USAGE,
+    }
+
+
+def response_events(response: dict[str, Any]) -> list[bytes]:
+    """`response` as the server-sent events that stream it, one chunk per event, the reasoning
+    summary and the text in token-sized deltas."""
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
+    ]
+    for index, item in enumerate(response["output"]):
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "reasoning":
+            added = {k: v for k, v in item.items() if k != "encrypted_content"}
+            added |= {"summary": [], "status": "in_progress"}
+            events.append(
+                {"type": "response.output_item.added", "output_index": index, "item": added}
+            )
+            for number, part in enumerate(item["summary"]):
+                at = {**where, "summary_index": number}
+                empty = {**part, "text": ""}
+                events.append(
+                    {"type": "response.reasoning_summary_part.added", **at, "part": empty}
+                )
+                events += [
+                    {"type": "response.reasoning_summary_text.delta", **at, "delta": piece}
+                    for piece in pieces(part["text"])
+                ]
+                text = part["text"]
+                events.append({"type": "response.reasoning_summary_text.done", **at, "text": text})
+                events.append({"type": "response.reasoning_summary_part.done", **at, "part": part})
+        else:
+            added = {**item, "status": "in_progress", "content": []}
+            events.append(
+                {"type": "response.output_item.added", "output_index": index, "item": added}
+            )
+            for number, part in enumerate(item["content"]):
+                at = {**where, "content_index": number}
+                empty = {**part, "text": ""}
+                events.append({"type": "response.content_part.added", **at, "part": empty})
+                events += [
+                    {"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
+                    for piece in pieces(part["text"])
+                ]
+                events.append(
+                    {
+                        "type": "response.output_text.done",
+                        **at,
+                        "text": part["text"],
+                        "logprobs": [],
+                    }
+                )
+                events.append({"type": "response.content_part.done", **at, "part": part})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    out = []
+    for number, event in enumerate(events):
+        data = json.dumps({**event, "sequence_number": number})
+        out.append(f"event: {event['type']}\ndata: {data}\n\n".encode())
+    return out
+
+
+class ResponsesServer:
+    """Answers turn k of every conversation with the same precomputed Responses bytes.
+
+    Each loop talks to its own `Lane` (a client and the turn its conversation is at); `rewind`
+    sets every lane back to turn 0 before conversations start. `digests` as in `WireServer`.
+    """
+
+    def __init__(self, *, model: str, turns: int, stream: bool) -> None:
+        self.stream = stream
+        self.digests: list[bytes] | None = None
+        self.lanes: list[Lane] = []
+        self.json_headers = [("content-type", "application/json"), ("x-request-id", "req_b")]
+        self.sse_headers = [("content-type", "text/event-stream"), ("x-request-id", "req_b")]
+        answers = [response_object(model, turn) for turn in range(turns)]
+        self.bodies = [] if stream else [json.dumps(answer).encode() for answer in answers]
+        self.streams = [response_events(answer) for answer in answers] if stream else []
+
+    def lane(self) -> Lane:
+        lane = Lane(self)
+        self.lanes.append(lane)
+        return lane
+
+    def rewind(self) -> None:
+        for lane in self.lanes:
+            lane.turn = 0
+
+    def answer(self, request: httpx.Request, turn: int) -> httpx.Response:
+        if self.digests is not None:
+            self.digests.append(hashlib.blake2b(request.content, digest_size=16).digest())
+        if self.stream:
+            return httpx.Response(200, headers=self.sse_headers, stream=_Replay(self.streams[turn]))
+        return httpx.Response(200, headers=self.json_headers, content=self.bodies[turn])
+
+
+@dataclass(slots=True)
+class Lane:
+    """One loop's way to a `ResponsesServer`: its own client, and its conversation's turn."""
+
+    server: ResponsesServer
+    turn: int = 0
+    http: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.http = httpx.Client(transport=httpx.MockTransport(self.handle))
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        turn, self.turn = self.turn, self.turn + 1
+        return self.server.answer(request, turn)
+
+
+# ---- the loops ----------------------------------------------------------------------------------
 
 
 def answer_text(response: ModelResponse) -> str:
@@ -246,6 +431,16 @@ class BareWindow:
         self.tokens += tokens
 
 
+def bare_client(profile: Profile, http: httpx.Client) -> openai.OpenAI:
+    return openai.OpenAI(
+        api_key=ENV[profile.client.api_key_env or "OPENAI_API_KEY"],
+        base_url=profile.client.base_url,
+        timeout=profile.client.timeout_s,
+        max_retries=profile.client.max_retries,
+        http_client=cast(Any, http),
+    )
+
+
 def bare_conversation(
     profile: Profile,
     http: httpx.Client,
@@ -254,13 +449,7 @@ def bare_conversation(
     window: BareWindow | None,
     shortcut: bool = False,
 ) -> Conversation:
-    client = openai.OpenAI(
-        api_key=ENV[profile.client.api_key_env or "OPENAI_API_KEY"],
-        base_url=profile.client.base_url,
-        timeout=profile.client.timeout_s,
-        max_retries=profile.client.max_retries,
-        http_client=cast(Any, http),
-    )
+    client = bare_client(profile, http)
     settings = dict(profile.request)
     stream = bool(settings.pop("stream", False))
     if stream:
@@ -317,6 +506,52 @@ def bare_conversation(
     return run
 
 
+def bare_responses_conversation(
+    profile: Profile, http: httpx.Client, *, shortcut: bool = False
+) -> Conversation:
+    """The Responses loop by hand: its own `input` list, every output item replayed."""
+    client = bare_client(profile, http)
+    settings = dict(profile.request)
+    stream = bool(settings.get("stream"))
+    system = system_prompt()
+
+    def create(items: list[Any]) -> Any:
+        body = {**settings, "input": items}
+        return client.responses.create(**(sdk_arguments(body, "input") if shortcut else body))
+
+    def ask(items: list[Any]) -> tuple[str, list[dict[str, Any]], int]:
+        if not stream:
+            response = create(items)
+            assert response.usage is not None
+            output = [item.to_dict(mode="json") for item in response.output]
+            return response.output_text, output, response.usage.total_tokens
+        text: list[str] = []
+        output = []
+        used = 0
+        for event in create(items):
+            kind = event.type
+            if kind == "response.output_text.delta":
+                text.append(event.delta)
+            elif kind == "response.output_item.done":
+                output.append(event.item.to_dict(mode="json"))
+            elif kind == "response.completed" and event.response.usage is not None:
+                used = event.response.usage.total_tokens
+        return "".join(text), output, used
+
+    def run(turns: Sequence[Message]) -> Iterator[int]:
+        items: list[Any] = [{"role": system["role"], "content": system["content"]}]
+        for frame in turns:
+            items.append({"role": "user", "content": frame["content"]})
+            _text, output, used = ask(items)
+            for item in output:
+                if item.get("type") == "reasoning":
+                    item.pop("status", None)
+            items += output
+            yield used
+
+    return run
+
+
 # ---- measurement --------------------------------------------------------------------------------
 
 
@@ -325,6 +560,10 @@ class Case:
     adapter_id: str
     stream: bool
     trim: bool = False
+
+    @property
+    def responses(self) -> bool:
+        return self.adapter_id in RESPONSES_IDS
 
     @property
     def mode(self) -> str:
@@ -388,13 +627,19 @@ class Row:
 
 
 def profile_for(case: Case) -> Profile:
-    base = next(p for p in example_profiles().values() if p.runtime.adapter_id == case.adapter_id)
+    base = example_profiles()[PROFILE_IDS[case.adapter_id]]
     data = base.model_dump(mode="json", exclude_none=True)
     data["request"]["stream"] = case.stream
+    if case.adapter_id == XAI_RESPONSES_ID:
+        data["runtime"].pop("compaction", None)  # keep compaction calls out of the timed rows
     if case.adapter_id == OPENAI_ID:
         limit = TRIM_LIMIT_TOKENS if case.trim else HELD_LIMIT_TOKENS
         data["runtime"]["trim"] = {"limit_tokens": limit, "target_fraction": TRIM_TARGET_FRACTION}
     return parse_profiles([data], "benchmarks/turns.py")[base.id]
+
+
+def _nothing() -> None:
+    pass
 
 
 def lockstep(*loops: Iterator[int]) -> list[float]:
@@ -418,33 +663,49 @@ def lockstep(*loops: Iterator[int]) -> list[float]:
 
 def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
     profile = profile_for(case)
-    replay = "reasoning_content" if case.adapter_id == OPEN_SOURCE_ID else None
-    reasoning = reasoning_text() if replay else None
     model = str(profile.request["model"])
-    server = WireServer(model=model, reasoning=reasoning, stream=case.stream)
-    http = httpx.Client(transport=httpx.MockTransport(server.handle))
-    windows = [
-        BareWindow(TRIM_LIMIT_TOKENS, int(TRIM_LIMIT_TOKENS * TRIM_TARGET_FRACTION))
-        if case.trim
-        else None
-        for _ in range(2)
-    ]
-    satchel = satchel_conversation(profile, http)
-    bare = bare_conversation(profile, http, replay=replay, window=windows[0])
-    shortcut = bare_conversation(profile, http, replay=replay, window=windows[1], shortcut=True)
+    windows: list[BareWindow | None] = [None, None]
+    server: WireServer | ResponsesServer
+    if case.responses:
+        server = responses = ResponsesServer(model=model, turns=len(turns), stream=case.stream)
+        lanes = [responses.lane() for _ in range(3)]
+        clients = [lane.http for lane in lanes]
+        satchel = satchel_conversation(profile, clients[0])
+        bare = bare_responses_conversation(profile, clients[1])
+        shortcut = bare_responses_conversation(profile, clients[2], shortcut=True)
+        rewind = responses.rewind
+    else:
+        replay = "reasoning_content" if case.adapter_id == OPEN_SOURCE_ID else None
+        reasoning = reasoning_text() if replay else None
+        server = WireServer(model=model, reasoning=reasoning, stream=case.stream)
+        http = httpx.Client(transport=httpx.MockTransport(server.handle))
+        clients = [http]
+        if case.trim:
+            target = int(TRIM_LIMIT_TOKENS * TRIM_TARGET_FRACTION)
+            windows = [BareWindow(TRIM_LIMIT_TOKENS, target) for _ in range(2)]
+        satchel = satchel_conversation(profile, http)
+        bare = bare_conversation(profile, http, replay=replay, window=windows[0])
+        shortcut = bare_conversation(profile, http, replay=replay, window=windows[1], shortcut=True)
+        rewind = _nothing
 
     warm = turns[:WARMUP_TURNS]
+    rewind()
     server.digests = []
     satchel_used = list(satchel(warm))
     satchel_sent = server.digests
     for loop in (bare, shortcut):
+        rewind()
         server.digests = []
         if list(loop(warm)) != satchel_used or server.digests != satchel_sent:
             raise SystemExit(f"{case.adapter_id} {case.mode}: the loops sent different requests")
     server.digests = None
 
-    runs = [lockstep(satchel(turns), bare(turns), shortcut(turns)) for _ in range(repeat)]
-    http.close()
+    runs = []
+    for _ in range(repeat):
+        rewind()
+        runs.append(lockstep(satchel(turns), bare(turns), shortcut(turns)))
+    for client in clients:
+        client.close()
     return Row(
         case=case,
         turns=len(turns),
@@ -460,6 +721,10 @@ CASES = (
     Case(OPENAI_ID, stream=False),
     Case(OPEN_SOURCE_ID, stream=True),
     Case(OPEN_SOURCE_ID, stream=False),
+    Case(OPENAI_RESPONSES_ID, stream=True),
+    Case(OPENAI_RESPONSES_ID, stream=False),
+    Case(XAI_RESPONSES_ID, stream=True),
+    Case(XAI_RESPONSES_ID, stream=False),
     Case(OPENAI_ID, stream=True, trim=True),
 )
 
@@ -469,7 +734,7 @@ def table(rows: Sequence[Row], repeat: int) -> Table:
         title=f"satchel Session vs the bare openai SDK loop, CPU time, median of {repeat} runs",
         caption=(
             f"ratio = satchel / bare (median of paired runs; goal <= {GOAL}x); as sent = the bare"
-            " loop sending as satchel does (messages in extra_body)"
+            " loop sending as satchel does (messages or input items in extra_body)"
         ),
     )
     for name in ("adapter", "mode", "turns"):
