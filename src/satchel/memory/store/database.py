@@ -73,8 +73,11 @@ def describe_url(url: str) -> str:
 
 
 def open_pool(url: str, size: int) -> AsyncConnectionPool:
-    """An async pool (not yet opened) of `size` connections."""
-    return AsyncConnectionPool(url, min_size=min(2, size), max_size=size, open=False)
+    """An async pool (not yet opened) of `size` connections, each preparing a statement the
+    first time it runs it (its parse and plan are then kept for the connection's next use)."""
+    return AsyncConnectionPool(
+        url, min_size=min(2, size), max_size=size, open=False, kwargs={"prepare_threshold": 0}
+    )
 
 
 @asynccontextmanager

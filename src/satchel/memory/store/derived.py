@@ -168,9 +168,10 @@ async def mark(conn: Conn, scope: Scope) -> None:
     The sources are the project's observations of the subject (artifact sources included) or
     the chosen ids that belong to the project; ids of other projects match nothing.
     """
-    await conn.execute(
+    await conn.execute(  # two commands in one string: never a prepared statement
         "CREATE TEMP TABLE scope_sources (id uuid PRIMARY KEY) ON COMMIT DROP;"
-        "CREATE TEMP TABLE scope_facts (id uuid PRIMARY KEY) ON COMMIT DROP"
+        "CREATE TEMP TABLE scope_facts (id uuid PRIMARY KEY) ON COMMIT DROP",
+        prepare=False,
     )
     await conn.execute(
         "INSERT INTO scope_sources SELECT o.id FROM observations o WHERE o.project_id = %(p)s"
