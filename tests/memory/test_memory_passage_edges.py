@@ -23,6 +23,7 @@ from satchel.memory.passages.search import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
     SESSION_WEIGHT,
+    Placed,
     Scope,
     coverage_and_lexemes,
     text_ranking,
@@ -333,7 +334,14 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
 
     async def smoothed() -> dict[uuid.UUID, float]:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
-            return dict(await with_neighbours(conn, scores))
+            cursor = await conn.execute(
+                "SELECT m.id, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
+                " o.log_offset, m.occurred_at FROM messages m"
+                " JOIN observations o ON o.id = m.observation_id WHERE m.id = ANY(%s)",
+                (list(scores),),
+            )
+            place_of = {row[0]: Placed(*row) for row in await cursor.fetchall()}
+            return dict(await with_neighbours(conn, scores, place_of))
 
     found = asyncio.run(smoothed())
     sessions: dict[Any, list[float]] = {}

@@ -331,14 +331,16 @@ async def recall(
 ) -> Bundle:
     """Answer `ask` from the project's facts and passages (reports answer nothing yet).
 
-    With a `spare` connection the passage search starts first and runs on it, beside the
-    facts (in the database too), so the question is embedded while the facts are read.
-    Without one it runs after the facts on `conn`: a connection runs one statement at a time,
-    and the search's pipelines cannot share it with statements of another task.
+    With a `spare` connection the passage search starts first, at once (its question is in
+    the embedder and its first statements sent before the facts are asked for), and runs on
+    it beside the facts (in the database too). Without one it runs after the facts on `conn`:
+    a connection runs one statement at a time, and the search's pipelines cannot share it with
+    statements of another task.
     """
     started = None
     if "passages" in ask.controls.surfaces and spare is not None:
-        started = asyncio.ensure_future(_passages(spare, project_id, ask, embedder))
+        search = _passages(spare, project_id, ask, embedder)
+        started = asyncio.Task(search, loop=asyncio.get_running_loop(), eager_start=True)
     try:
         return await _recall(conn, project_id, ask, embedder, started)
     finally:

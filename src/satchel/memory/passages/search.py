@@ -155,7 +155,33 @@ async def coverage_and_lexemes(
     return state, per_word
 
 
-Ranking = list[tuple[uuid.UUID, float]]
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A candidate message and its place: turn, position in it, subject and log offset."""
+
+    id: uuid.UUID
+    observation_id: uuid.UUID
+    ordinal: int
+    project_id: int
+    subject: str | None
+    log_offset: int
+    occurred_at: datetime
+
+
+Ranking = list[tuple[Placed, float]]
+
+# A ranking's statement (its `id` and `score` columns) with each message's place, read in the
+# same round trip: the neighbours' scores need it.
+PLACED = sql.SQL(
+    "SELECT r.id, r.score, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
+    " o.log_offset, m.occurred_at FROM ({}) r JOIN messages m ON m.id = r.id"
+    " JOIN observations o ON o.id = m.observation_id"
+)
+
+
+async def _ranked(conn: Conn, ranking: sql.Composable, values: list[Any]) -> Ranking:
+    cursor = await conn.execute(PLACED.format(ranking), values)
+    return [(Placed(row[0], *row[2:]), float(row[1])) for row in await cursor.fetchall()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +284,7 @@ async def text_ranking(
     values: list[Any] = [K1 + 1, K1, B, B]
     values += [value for pair in weights for value in pair]
     values += [*params, *[any_term] * (1 if scope.turns_only else 2), max(count - 1, 0), count]
-    cursor = await conn.execute(query, values)
-    return [(row[0], float(row[1])) for row in await cursor.fetchall()]
+    return await _ranked(conn, query, values)
 
 
 def _seeking(terms: Terms, vectored: bool) -> list[str]:
@@ -302,9 +327,9 @@ async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> R
     )
     # One graph for turns, one for the rest (see migration 0007): each is walked on its own.
     kinds = [sql.SQL("v.turn")] if scope.turns_only else [sql.SQL("v.turn"), sql.SQL("NOT v.turn")]
-    query = sql.SQL("SELECT id, distance FROM ({}) s ORDER BY distance LIMIT %s").format(
-        sql.SQL(" UNION ALL ").join(nearest.format(where, kind) for kind in kinds)
-    )
+    query = sql.SQL(
+        "SELECT id, 1 - distance AS score FROM ({}) s ORDER BY distance LIMIT %s"
+    ).format(sql.SQL(" UNION ALL ").join(nearest.format(where, kind) for kind in kinds))
     values: list[Any] = []
     for _ in kinds:
         values += [vector, *params, count]
@@ -317,9 +342,7 @@ async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> R
     )
     async with conn.pipeline():
         await conn.execute(settings, (str(min(EF_SEARCH, max(40, count))),))
-        cursor = await conn.execute(query, values)
-        rows = await cursor.fetchall()
-    return [(row[0], 1.0 - float(row[1])) for row in rows]
+        return await _ranked(conn, query, values)
 
 
 async def period_ranking(
@@ -343,11 +366,10 @@ async def period_ranking(
         values += [shifted(start, -PERIOD_SLACK), shifted(end, PERIOD_SLACK)]
     values.append(count)
     query = sql.SQL(
-        "SELECT m.id, {similarity} AS similarity FROM messages m WHERE {where} AND ({bounds})"
-        " ORDER BY similarity DESC, m.id LIMIT %s"
+        "SELECT m.id, {similarity} AS score FROM messages m WHERE {where} AND ({bounds})"
+        " ORDER BY score DESC, m.id LIMIT %s"
     ).format(similarity=similarity, where=where, bounds=bounds)
-    cursor = await conn.execute(query, values)
-    return [(row[0], float(row[1])) for row in await cursor.fetchall()]
+    return await _ranked(conn, query, values)
 
 
 def fuse(text: Ranking, vector: Ranking, dated: Ranking | None = None) -> dict[uuid.UUID, float]:
@@ -356,12 +378,14 @@ def fuse(text: Ranking, vector: Ranking, dated: Ranking | None = None) -> dict[u
     its similarity)."""
     scores: dict[uuid.UUID, float] = {}
     best = max((score for _, score in text), default=0.0) or 1.0
-    for chunk, score in text:
-        scores[chunk] = scores.get(chunk, 0.0) + TEXT_WEIGHT * score / best
-    for chunk, similarity in vector:
+    for placed, score in text:
+        scores[placed.id] = scores.get(placed.id, 0.0) + TEXT_WEIGHT * score / best
+    for placed, similarity in vector:
         if similarity > COSINE_FLOOR:
+            chunk = placed.id
             scores[chunk] = scores.get(chunk, 0.0) + (1 - TEXT_WEIGHT) * _related(similarity)
-    for chunk, similarity in dated or []:
+    for placed, similarity in dated or []:
+        chunk = placed.id
         if chunk not in scores:
             scores[chunk] = (1 - TEXT_WEIGHT) * _related(similarity)
         scores[chunk] += PERIOD_WEIGHT
@@ -372,16 +396,18 @@ def _related(similarity: float) -> float:
     return max(0.0, similarity - COSINE_FLOOR)
 
 
-async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking:
+def places(*rankings: Ranking) -> dict[uuid.UUID, Placed]:
+    """Where each ranked message is."""
+    return {placed.id: placed for ranking in rankings for placed, _ in ranking}
+
+
+async def with_neighbours(
+    conn: Conn, scores: dict[uuid.UUID, float], place_of: dict[uuid.UUID, Placed]
+) -> list[tuple[uuid.UUID, float]]:
     """Each message also scores a share of the messages said just before and after it (same
-    data subject), since an answer often spans a question and its reply; best first."""
-    cursor = await conn.execute(
-        "SELECT c.id, c.observation_id, c.ordinal, o.project_id, o.data_subject_id, o.log_offset,"
-        " c.occurred_at FROM messages c JOIN observations o ON o.id = c.observation_id"
-        " WHERE c.id = ANY(%s)",
-        (list(scores),),
-    )
-    found = [Placed(*row) for row in await cursor.fetchall()]
+    data subject), since an answer often spans a question and its reply; best first.
+    `place_of`: where each scored message is."""
+    found = [place_of[chunk] for chunk in scores]
     before, after = await _adjacent(conn, found)
     smoothed = dict(scores)
     sessions: dict[tuple[Any, Any], list[float]] = {}
@@ -401,19 +427,6 @@ async def with_neighbours(conn: Conn, scores: dict[uuid.UUID, float]) -> Ranking
         for chunk, key in session_of.items():
             smoothed[chunk] += SESSION_WEIGHT * session_score[key]
     return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
-
-
-@dataclass(frozen=True, slots=True)
-class Placed:
-    """A candidate message and its place: turn, position in it, subject and log offset."""
-
-    id: uuid.UUID
-    observation_id: uuid.UUID
-    ordinal: int
-    project_id: int
-    subject: str | None
-    log_offset: int
-    occurred_at: datetime
 
 
 Links = dict[uuid.UUID, uuid.UUID]
@@ -592,7 +605,7 @@ async def search_passages(
     nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
-    ranked = await with_neighbours(conn, fuse(text, nearest, dated))
+    ranked = await with_neighbours(conn, fuse(text, nearest, dated), places(text, nearest, dated))
     hits = await hits_of(conn, ranked[:limit], vector, terms)
     build_state = _build_state(embedder, state, vector is not None)
     return Found(
