@@ -40,6 +40,7 @@ def test_providers_json_has_the_descriptor_fields() -> None:
     result = runner.invoke(app, ["providers", "--json"])
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert {row["adapter_id"] for row in rows} == {
+        "anthropic.messages.v1",
         "openai.chat_completions.v1",
         "open_source.chat_completions.v1",
         "openai.responses.v1",

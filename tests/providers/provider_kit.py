@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from anthropicwire import MessagesServer
 from chatwire import ChatServer
 from responseswire import ResponsesServer
 from satchel.providers import Profile, build_adapter, parse_profiles
@@ -33,7 +34,9 @@ OPEN = "qwen3-open-weight-continuous"
 RESPONSES = "gpt-5.6-sol-responses-continuous"
 HANDLE = "gpt-5.6-sol-responses-handle"
 XAI = "grok-4.6-xai-responses-native"
+CLAUDE = "claude-opus-5-messages-native"
 ENV = {
+    "ANTHROPIC_API_KEY": "sk-ant-test-key",
     "OPENAI_API_KEY": "sk-test-key",
     "OPEN_WEIGHT_API_KEY": "ow-test-key",
     "XAI_API_KEY": "xai-test-key",
@@ -79,11 +82,15 @@ def profile(
     return load(entry(profile_id, edits))
 
 
-def adapter(prof: Profile, server: ChatServer | ResponsesServer) -> ProviderAdapter:
+def adapter(
+    prof: Profile, server: ChatServer | ResponsesServer | MessagesServer
+) -> ProviderAdapter:
     return build_adapter(prof, http_client=server.client(), env=ENV)
 
 
-def session(prof: Profile, server: ChatServer | ResponsesServer, **kwargs: Any) -> Session:
+def session(
+    prof: Profile, server: ChatServer | ResponsesServer | MessagesServer, **kwargs: Any
+) -> Session:
     kwargs.setdefault("sleep", lambda seconds: None)
     return Session(adapter(prof, server), **kwargs)
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from provider_kit import (
+    CLAUDE,
     DELETE,
     ENV,
     EXAMPLES_FILE,
@@ -39,7 +40,7 @@ SECRET = "sk-proj-CANARYKEY0123456789abcdef"
 
 def test_the_example_profiles_load() -> None:
     profiles = example_profiles()
-    assert sorted(profiles) == sorted([ROLLING, OPEN, RESPONSES, HANDLE, XAI])
+    assert sorted(profiles) == sorted([ROLLING, OPEN, RESPONSES, HANDLE, XAI, CLAUDE])
     assert load_profiles(EXAMPLES_FILE) == profiles
 
     rolling = profiles[ROLLING]
@@ -55,6 +56,17 @@ def test_the_example_profiles_load() -> None:
     assert open_weight.runtime.reasoning_replay == ("reasoning_content",)
     assert open_weight.runtime.compaction.strategy == "harness_summary"
     assert open_weight.output_limit() == 32768
+
+    claude = profiles[CLAUDE]
+    assert claude.runtime.adapter == "anthropic.messages.v1"
+    assert claude.runtime.compaction.strategy == "native"
+    assert claude.runtime.compaction.trigger_tokens == 175_000
+    assert claude.agent.MAX_CONTEXT_LENGTH == 1_000_000
+    assert claude.request["thinking"] == {"type": "adaptive", "display": "summarized"}
+    assert claude.request["cache_control"] == {"type": "ephemeral"}
+    assert "compact-2026-09-04" in claude.request["betas"]
+    assert claude.client.api_key_env == "ANTHROPIC_API_KEY"
+    assert (claude.pricing.input, claude.pricing.output) == (5.0, 25.0)  # type: ignore[union-attr]
 
 
 def test_the_example_profiles_build_their_adapters() -> None:
@@ -76,7 +88,7 @@ REFUSED = [
     (ROLLING, {"runtime.adapter_id": "acme.chat.v9"}, "runtime.adapter_id"),
     (ROLLING, {"request.extra_body": {"messages": []}}, "request.extra_body.messages"),
     (OPEN, {"request.extra_body": {"tools": []}}, "request.extra_body.tools"),
-    (ROLLING, {"runtime.adapter_id": "anthropic.messages.v1"}, "runtime.adapter_id"),
+    (ROLLING, {"runtime.adapter_id": "anthropic.messages.v1"}, "runtime.state"),
     (ROLLING, {"runtime.state": "continuous_conversation"}, "runtime.state"),
     (ROLLING, {"runtime.state": "previous_response_id"}, "runtime.state"),
     (ROLLING, {"runtime.state": "bogus"}, "runtime.state"),
@@ -158,10 +170,10 @@ REFUSED = [
         ROLLING,
         {
             "runtime.adapter_id": DELETE,
-            "runtime.sdk": "anthropic-python",
-            "runtime.api": "messages",
+            "runtime.sdk": "google-genai",
+            "runtime.api": "interactions",
         },
-        "runtime.api: anthropic-python/messages needs the adapter anthropic.messages.v1",
+        "runtime.api: google-genai/interactions needs the adapter google.interactions.v1",
     ),
     (
         ROLLING,

@@ -114,7 +114,7 @@ def test_a_new_adapter_brings_its_request_check_with_its_registration(
     new = dataclasses.replace(OpenSourceChatAdapter.descriptor, adapter_id="acme.chat.v2")
     seen: list[tuple[dict[str, Any], str]] = []
 
-    def check(request: dict[str, Any], strategy: str) -> dict[str, Any]:
+    def check(request: dict[str, Any], strategy: str, compaction: str) -> dict[str, Any]:
         seen.append((request, strategy))
         if request.get("temperature", 0) > 1:
             raise ConfigurationError("request.temperature: at most 1 for acme")

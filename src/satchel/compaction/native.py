@@ -15,10 +15,12 @@ from satchel.turns import CompactionOutcome, ConfigurationError, RuntimeState, U
 
 @dataclass(frozen=True, slots=True)
 class NativeCompactionPolicy:
-    """Compact when the latest accepted action's input plus output tokens reach the trigger."""
+    """Compact when the latest accepted action's input plus output tokens reach the trigger.
+    `summary_max_tokens`: the compaction request's own output cap, where the adapter has one."""
 
     trigger_tokens: int
     max_context_tokens: int
+    summary_max_tokens: int | None = None
     within_attempt = True
 
     def __post_init__(self) -> None:
@@ -37,8 +39,11 @@ class NativeCompactionPolicy:
         )
 
     def policy(self) -> dict[str, Any]:
-        return {
+        policy: dict[str, Any] = {
             "strategy": "native",
             "trigger_tokens": self.trigger_tokens,
             "max_context_tokens": self.max_context_tokens,
         }
+        if self.summary_max_tokens is not None:
+            policy["summary_max_output_tokens"] = self.summary_max_tokens
+        return policy

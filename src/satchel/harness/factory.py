@@ -53,7 +53,11 @@ def build_compactor(
             "runtime.compaction.strategy: native compaction needs trigger_tokens and an adapter "
             f"that compacts natively ({adapter.descriptor.adapter_id} given)"
         )
-    return NativeCompactionPolicy(compaction.trigger_tokens, profile.agent.MAX_CONTEXT_LENGTH)
+    return NativeCompactionPolicy(
+        compaction.trigger_tokens,
+        profile.agent.MAX_CONTEXT_LENGTH,
+        summary_max_tokens=getattr(adapter, "summary_max_tokens", None),
+    )
 
 
 def build_session(

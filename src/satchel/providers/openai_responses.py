@@ -50,7 +50,9 @@ DESCRIPTOR = AdapterDescriptor(
 )
 
 
-def check_openai_request(request: object, strategy: str) -> dict[str, Any]:
+def check_openai_request(
+    request: object, strategy: str, compaction: str = "none"
+) -> dict[str, Any]:
     """The profile rules of `openai.responses.v1` for `strategy`, refused naming the field."""
     if isinstance(request, Mapping) and "previous_response_id" in request:
         raise ConfigurationError(
@@ -115,7 +117,9 @@ class OpenAIResponsesAdapter(ResponsesAdapter):
         self.summary_max_tokens = summary_max_tokens
 
     @classmethod
-    def validate_request(cls, request: object, strategy: str) -> dict[str, Any]:
+    def validate_request(
+        cls, request: object, strategy: str, compaction: str = "none"
+    ) -> dict[str, Any]:
         return check_openai_request(request, strategy)
 
     def native_items(self, state: RuntimeState) -> int:
@@ -151,7 +155,9 @@ class OpenAIResponseHandleAdapter(ResponsesAdapter):
     strategy = "previous_response_id"
 
     @classmethod
-    def validate_request(cls, request: object, strategy: str) -> dict[str, Any]:
+    def validate_request(
+        cls, request: object, strategy: str, compaction: str = "none"
+    ) -> dict[str, Any]:
         return check_openai_request(request, strategy)
 
     def initial_state(self) -> RuntimeState:

@@ -1,5 +1,6 @@
 """What every adapter on the official `openai` SDK shares: how a conversation is handed to the
-SDK, and how SDK errors and unacceptable answers map onto the turn contract's taxonomy."""
+SDK, and how SDK errors and unacceptable answers map onto the turn contract's taxonomy. The
+profile checks, the overflow wording and the answer errors serve the `anthropic` adapter too."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def check_settings(
     sdk_keys: frozenset[str],
     owned: Sequence[str],
     why_owned: str,
+    sdk: str = "openai",
 ) -> dict[str, Any]:
     """The checks every profile `request` section passes: a mapping of settings the SDK's `api`
     method takes (`sdk_keys`), with a model, and none of the `owned` ones (`why_owned` says why
@@ -62,7 +64,7 @@ def check_settings(
     unknown = sorted(set(request) - sdk_keys)
     if unknown:
         raise ConfigurationError(
-            f"request.{unknown[0]}: not a {api} setting the openai SDK sends "
+            f"request.{unknown[0]}: not a {api} setting the {sdk} SDK sends "
             "(use extra_body for server-specific fields)"
         )
     return dict(request)
@@ -98,7 +100,7 @@ def classify_status_error(exc: openai.APIStatusError) -> AttemptError:
     error_type = exc.type if isinstance(exc.type, str) else None
     code = exc.code if isinstance(exc.code, str) else None
     diagnostics = Diagnostics.build(type(exc).__name__, error_type or code, status, exc.request_id)
-    if code in OVERFLOW_CODES or (status in (400, 413, 422) and _overflows(str(exc.message or ""))):
+    if code in OVERFLOW_CODES or (status in (400, 413, 422) and overflows(str(exc.message or ""))):
         return ContextOverflowError(
             "the request exceeds the model's context", diagnostics=diagnostics
         )
@@ -109,7 +111,8 @@ def classify_status_error(exc: openai.APIStatusError) -> AttemptError:
     )
 
 
-def _overflows(message: str) -> bool:
+def overflows(message: str) -> bool:
+    """Whether a provider's error message says the input exceeds the model's context."""
     if _OUTPUT_LIMIT.search(message) and not _INPUT_TOKENS.search(message):
         return False
     return _OVERFLOW_TEXT.search(message) is not None

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import openai
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -183,7 +182,9 @@ def _check(profile: Profile) -> None:
             f"{adapter_id} supports {', '.join(descriptor.compaction)}, not {compaction.strategy}",
         )
     try:
-        REGISTRY.get(adapter_id).validate_request(profile.request, runtime.strategy)
+        REGISTRY.get(adapter_id).validate_request(
+            profile.request, runtime.strategy, compaction.strategy
+        )
     except ConfigurationError as exc:
         raise ValueError(str(exc)) from None
     if compaction.strategy != "none" and "context_management" in profile.request:
@@ -335,7 +336,7 @@ def build_adapter(
     http_client: Any = None,
     env: Mapping[str, str] | None = None,
 ) -> ProviderAdapter:
-    """Create the profile's adapter with an `openai` client; the key comes from the environment.
+    """Create the profile's adapter with its SDK's client; the key comes from the environment.
 
     `http_client` (an `httpx.Client`) replaces the SDK's transport, as tests do.
     """
@@ -349,14 +350,9 @@ def build_adapter(
                 f"client.api_key_env: environment variable {key_env} is not set "
                 f"(profile {profile.id!r})"
             )
-    client = openai.OpenAI(
-        api_key=api_key,
-        base_url=profile.client.base_url,
-        timeout=profile.client.timeout_s,
-        max_retries=profile.client.max_retries,
-        http_client=http_client,
+    return REGISTRY.create(
+        profile.runtime.adapter, profile=profile, http_client=http_client, api_key=api_key
     )
-    return REGISTRY.create(profile.runtime.adapter, client=client, profile=profile)
 
 
 def _describe(exc: ValidationError) -> str:

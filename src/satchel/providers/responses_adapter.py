@@ -127,7 +127,9 @@ class ResponsesAdapter:
         self.model = str(self.request["model"])
 
     @classmethod
-    def validate_request(cls, request: object, strategy: str) -> dict[str, Any]:
+    def validate_request(
+        cls, request: object, strategy: str, compaction: str = "none"
+    ) -> dict[str, Any]:
         settings = check_request(request, cls.descriptor.adapter_id)
         check_replay(settings)
         return settings

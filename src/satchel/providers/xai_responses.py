@@ -43,7 +43,9 @@ class XAIResponsesAdapter(ResponsesAdapter):
     )
 
     @classmethod
-    def validate_request(cls, request: object, strategy: str) -> dict[str, Any]:
+    def validate_request(
+        cls, request: object, strategy: str, compaction: str = "none"
+    ) -> dict[str, Any]:
         settings = check_request(request, cls.descriptor.adapter_id)
         check_replay(settings)
         if "context_management" in settings:

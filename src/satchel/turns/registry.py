@@ -11,8 +11,9 @@ from satchel.turns.errors import ConfigurationError, StateError
 from satchel.turns.state import RuntimeState
 
 AdapterFactory = Callable[..., ProviderAdapter]
-# Checks a profile's `request` section for a strategy; raises `ConfigurationError` naming the field.
-RequestValidator = Callable[[dict[str, Any], str], object]
+# Checks a profile's `request` section for a strategy and a compaction strategy; raises
+# `ConfigurationError` naming the field.
+RequestValidator = Callable[[dict[str, Any], str, str], object]
 
 
 @dataclass(frozen=True, slots=True)
