@@ -54,7 +54,11 @@ def test_providers_json_has_the_descriptor_fields() -> None:
             "version",
             "strategies",
             "review_status",
+            "example_profiles",
         }
+    listed = {row["adapter_id"]: row["example_profiles"] for row in rows}
+    assert listed["anthropic.messages.v1"] == ["claude-opus-5-messages-native"]
+    assert listed["xai.responses.v1"] == ["grok-4.6-xai-responses-native"]
 
 
 def test_unknown_benchmark_is_refused_with_the_known_names() -> None:

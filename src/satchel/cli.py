@@ -47,13 +47,18 @@ def root(
 def providers(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per adapter.")] = False,
 ) -> None:
-    """List every registered provider adapter with its descriptor."""
-    from satchel.providers import REGISTRY
+    """List every registered provider adapter with its descriptor and its example profiles
+    (`satchel run --config <id>`)."""
+    from satchel.providers import REGISTRY, example_profiles
 
     descriptors = list(REGISTRY)
+    examples: dict[str, list[str]] = {}
+    for profile in example_profiles().values():
+        examples.setdefault(profile.runtime.adapter, []).append(profile.id)
     if as_json:
         for descriptor in descriptors:
-            typer.echo(json.dumps(descriptor.to_dict()))
+            listed = examples.get(descriptor.adapter_id, [])
+            typer.echo(json.dumps({**descriptor.to_dict(), "example_profiles": listed}))
         return
     for d in descriptors:
         table = Table.grid(padding=(0, 2))
@@ -66,6 +71,7 @@ def providers(
         table.add_row("strategies", ", ".join(d.strategies))
         table.add_row("compaction", ", ".join(d.compaction))
         table.add_row("review status", d.review_status)
+        table.add_row("example profiles", ", ".join(examples.get(d.adapter_id, [])) or "none")
         console.print(f"[bold]{d.adapter_id}[/bold]", soft_wrap=True)
         console.print(table, "")
 

@@ -262,6 +262,7 @@ def test_the_games_and_profiles_are_listed(runner: CliRunner) -> None:
         ("gpt-5.6-sol-responses-continuous", "openai.responses.v1"),
         ("gpt-5.6-sol-responses-handle", "openai.responses.v1"),
         ("grok-4.6-xai-responses-native", "xai.responses.v1"),
+        ("claude-opus-5-messages-native", "anthropic.messages.v1"),
     ):
         row = next(line for line in configs.output.splitlines() if profile_id in line)
         assert adapter_id in row
