@@ -11,6 +11,7 @@ deltas, the stop reason, stop sequence and `stop_details` from `message_delta`, 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,17 @@ from satchel.turns import (
 Block = dict[str, Any]
 TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 _APPENDED = {"text_delta": "text", "thinking_delta": "thinking", "compaction_delta": "content"}
+
+
+class _WithoutBodies(logging.Filter):
+    """Drops the SDK's debug line that prints each request's options, its JSON body included:
+    signatures and redacted thinking must never reach a log, whatever level a caller sets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith("Request options"))
+
+
+logging.getLogger("anthropic._base_client").addFilter(_WithoutBodies())
 
 
 @dataclass(slots=True)
