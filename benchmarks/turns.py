@@ -1,20 +1,24 @@
-"""Per-turn overhead of `satchel.turns.Session` against a bare `openai` SDK loop.
+"""Per-turn overhead of `satchel.turns.Session` against a bare SDK loop (`openai`, `anthropic`).
 
 A long conversation (200 turns by default: a system prompt, then one ~1.5 KB observation frame
 per user turn, a short answer per assistant turn, plus ~400 characters of reasoning for the
-open-weight and Responses adapters) runs through three loops over one server of precomputed
-bytes behind `httpx.MockTransport`:
+open-weight, Responses and Messages adapters) runs through three loops over one server of
+precomputed bytes behind `httpx.MockTransport` (`httpx2.MockTransport` for the `anthropic` SDK):
 
 * `Session.turn` with the adapter the example profile builds (`openai.chat_completions.v1` with
-  `manual_rolling`; `open_source.chat_completions.v1`, `openai.responses.v1` and
-  `xai.responses.v1` with `continuous_conversation`),
+  `manual_rolling`; `open_source.chat_completions.v1`, `openai.responses.v1`,
+  `xai.responses.v1` and `anthropic.messages.v1` with `continuous_conversation`),
 * a hand-written loop calling the SDK with the same growing conversation and reading the answer,
   reasoning and usage the same way: for Chat Completions, `client.chat.completions.create` with
   the message list (replaying `reasoning_content` for the open-weight adapter, dropping the same
   oldest turns in the trimming row); for Responses, `client.responses.create` with its own
   `input` list (the system message, then each user frame and every output item of each answer
   as `to_dict(mode="json")` returns it, less the reasoning items' `status`: the adapters' exact
-  replay), and
+  replay); for Messages, `client.beta.messages.create` with the system prompt apart and its own
+  `messages` list (each user frame as text, each answer's content blocks as `to_dict` returns
+  them or, streamed, as built from the raw events: start block, deltas appended, signature
+  set), usage totalled as satchel's `Usage` counts it (input, cache reads and writes, output),
+  and
 * the same loop sending as satchel's adapters send (the conversation in `extra_body`: the same
   bytes, without the SDK's walk over every message or item), so satchel's own work shows apart
   from that saving.
@@ -22,24 +26,28 @@ bytes behind `httpx.MockTransport`:
 Each adapter runs streamed (the example profiles' default) and non-streamed, with a trim limit
 so large that the window is held (the main figure), plus one streamed `manual_rolling` row whose
 limit makes the window trim every dozen turns or so. The Responses rows run the example profiles
-`gpt-5.6-sol-responses-continuous` and `grok-4.6-xai-responses-native`, the latter without its
-`runtime.compaction` (native compaction past 200k tokens), so that no compaction call falls into
-the timed rows; the Sessions get no compactor either.
+`gpt-5.6-sol-responses-continuous` and `grok-4.6-xai-responses-native`, the Messages rows
+`claude-opus-5-messages-native`; the last two without their `runtime.compaction` (native
+compaction past 200k or 175k tokens; the Messages betas stay), so that no compaction call falls
+into the timed rows; the Sessions get no compactor either.
 
 The server replays precomputed response bytes (token-sized stream chunks), so serving a request
 costs little and the same for every loop. A Responses answer is the documented `response` object,
 or its server-sent events (`response.created` through `response.completed`, the summary and the
 text in deltas): a reasoning item with a summary and a fresh `encrypted_content` each turn, then
-the assistant message. Each loop has its own lane of that server, rewound before conversations
-start, so every loop gets turn k's answer at turn k and replays the same items. A warm-up round
-over the first turns checks that the loops send byte-identical requests and see the same usage.
-Each timed run advances the conversations in lockstep, one turn each, rotating which goes first,
-so drift and background load hit all alike; turns are timed in CPU time of this process. A row
-reports the median of `--repeat` runs: ms per turn for each loop, the overhead ratio satchel /
-bare and the ratio to the loop that sends as satchel does (medians of the paired runs). The goal
-is at most 1.3x for every adapter. The last line printed is one JSON object whose
-`overhead_ratio` is the worst ratio of the held-window rows (`per_adapter`: each adapter's
-worst), followed by every row's figures.
+the assistant message. A Messages answer (`_messages_wire.py`) is the `message` object, or its
+events (`message_start` through `message_stop`, the thinking and the text in deltas, the
+signature in one `signature_delta`): a thinking block with a fresh signature each turn, then the
+text, `end_turn`. For both, each loop has its own lane of that server, rewound before
+conversations start, so every loop gets turn k's answer at turn k and replays the same items.
+A warm-up round over the first turns checks that the loops send byte-identical requests and see
+the same usage. Each timed run advances the conversations in lockstep, one turn each, rotating
+which goes first, so drift and background load hit all alike; turns are timed in CPU time of
+this process. A row reports the median of `--repeat` runs: ms per turn for each loop, the
+overhead ratio satchel / bare and the ratio to the loop that sends as satchel does (medians of
+the paired runs). The goal is at most 1.3x for every adapter. The last line printed is one JSON
+object whose `overhead_ratio` is the worst ratio of the held-window rows (`per_adapter`: each
+adapter's worst), followed by every row's figures.
 """
 
 from __future__ import annotations
@@ -60,11 +68,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import anthropic
 import httpx
+import httpx2
 import openai
 from rich.console import Console
 from rich.table import Table
 
+from _messages_wire import MessagesServer
 from satchel.providers import Profile, build_adapter, example_profiles, parse_profiles
 from satchel.providers.openai_sdk import sdk_arguments
 from satchel.turns import Message, ModelResponse, Session
@@ -74,6 +85,7 @@ OPENAI_ID = "openai.chat_completions.v1"
 OPEN_SOURCE_ID = "open_source.chat_completions.v1"
 OPENAI_RESPONSES_ID = "openai.responses.v1"
 XAI_RESPONSES_ID = "xai.responses.v1"
+ANTHROPIC_ID = "anthropic.messages.v1"
 RESPONSES_IDS = frozenset({OPENAI_RESPONSES_ID, XAI_RESPONSES_ID})
 # The example profile each adapter's rows run (the benchmark edits its own copy).
 PROFILE_IDS = {
@@ -81,8 +93,16 @@ PROFILE_IDS = {
     OPEN_SOURCE_ID: "qwen3-open-weight-continuous",
     OPENAI_RESPONSES_ID: "gpt-5.6-sol-responses-continuous",
     XAI_RESPONSES_ID: "grok-4.6-xai-responses-native",
+    ANTHROPIC_ID: "claude-opus-5-messages-native",
 }
-ENV = {"OPENAI_API_KEY": "sk-bench", "OPEN_WEIGHT_API_KEY": "bench", "XAI_API_KEY": "xai-bench"}
+# The adapters whose example profile compacts natively; the benchmark's copy does not.
+NATIVE_COMPACTION_IDS = frozenset({XAI_RESPONSES_ID, ANTHROPIC_ID})
+ENV = {
+    "OPENAI_API_KEY": "sk-bench",
+    "OPEN_WEIGHT_API_KEY": "bench",
+    "XAI_API_KEY": "xai-bench",
+    "ANTHROPIC_API_KEY": "sk-ant-bench",
+}
 HELD_LIMIT_TOKENS = 50_000_000
 TRIM_LIMIT_TOKENS = 20_000
 TRIM_TARGET_FRACTION = 0.7
@@ -387,7 +407,7 @@ def answer_text(response: ModelResponse) -> str:
     return response.text
 
 
-def satchel_conversation(profile: Profile, http: httpx.Client) -> Conversation:
+def satchel_conversation(profile: Profile, http: httpx.Client | httpx2.Client) -> Conversation:
     adapter = build_adapter(profile, http_client=http, env=ENV)
     policy = profile.retry_policy()
     system = system_prompt()
@@ -552,6 +572,73 @@ def bare_responses_conversation(
     return run
 
 
+def bare_messages_conversation(
+    profile: Profile, http: httpx2.Client, *, shortcut: bool = False
+) -> Conversation:
+    """The Messages loop by hand: the system prompt apart, every content block replayed."""
+    client = anthropic.Anthropic(
+        api_key=ENV[profile.client.api_key_env or "ANTHROPIC_API_KEY"],
+        base_url=profile.client.base_url,
+        timeout=profile.client.timeout_s,
+        max_retries=profile.client.max_retries,
+        http_client=http,
+    )
+    settings = dict(profile.request)
+    stream = bool(settings.get("stream"))
+    system = system_prompt()["content"]
+    usage_keys = (
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+    )
+
+    def create(messages: list[Any]) -> Any:
+        body = {**settings, "system": system, "messages": messages}
+        arguments = sdk_arguments(body, "messages") if shortcut else body
+        return client.beta.messages.create(**arguments)
+
+    def ask(messages: list[Any]) -> tuple[str, list[dict[str, Any]], int]:
+        if not stream:
+            message = create(messages)
+            content = [block.to_dict(mode="json", warnings=False) for block in message.content]
+            used = sum(getattr(message.usage, key) or 0 for key in usage_keys)
+        else:
+            blocks: dict[int, dict[str, Any]] = {}
+            counts: dict[str, int] = {}
+            for event in create(messages):
+                kind = event.type
+                if kind == "content_block_delta":
+                    block, delta = blocks[event.index], event.delta
+                    if delta.type == "text_delta":
+                        block["text"] += delta.text
+                    elif delta.type == "thinking_delta":
+                        block["thinking"] += delta.thinking
+                    elif delta.type == "signature_delta":
+                        block["signature"] = delta.signature
+                elif kind == "content_block_start":
+                    blocks[event.index] = event.content_block.to_dict(mode="json", warnings=False)
+                elif kind in ("message_start", "message_delta"):
+                    usage = event.message.usage if kind == "message_start" else event.usage
+                    for key in usage_keys:
+                        if (count := getattr(usage, key)) is not None:
+                            counts[key] = count
+            content = [blocks[index] for index in sorted(blocks)]
+            used = sum(counts.values())
+        text = "".join(block["text"] for block in content if block["type"] == "text")
+        return text, content, used
+
+    def run(turns: Sequence[Message]) -> Iterator[int]:
+        messages: list[Any] = []
+        for frame in turns:
+            messages.append({"role": "user", "content": frame["content"]})
+            _text, content, used = ask(messages)
+            messages.append({"role": "assistant", "content": content})
+            yield used
+
+    return run
+
+
 # ---- measurement --------------------------------------------------------------------------------
 
 
@@ -562,8 +649,11 @@ class Case:
     trim: bool = False
 
     @property
-    def responses(self) -> bool:
-        return self.adapter_id in RESPONSES_IDS
+    def server(self) -> str:
+        """The wire the case's server speaks: chat, responses or messages."""
+        if self.adapter_id == ANTHROPIC_ID:
+            return "messages"
+        return "responses" if self.adapter_id in RESPONSES_IDS else "chat"
 
     @property
     def mode(self) -> str:
@@ -630,7 +720,7 @@ def profile_for(case: Case) -> Profile:
     base = example_profiles()[PROFILE_IDS[case.adapter_id]]
     data = base.model_dump(mode="json", exclude_none=True)
     data["request"]["stream"] = case.stream
-    if case.adapter_id == XAI_RESPONSES_ID:
+    if case.adapter_id in NATIVE_COMPACTION_IDS:
         data["runtime"].pop("compaction", None)  # keep compaction calls out of the timed rows
     if case.adapter_id == OPENAI_ID:
         limit = TRIM_LIMIT_TOKENS if case.trim else HELD_LIMIT_TOKENS
@@ -665,8 +755,9 @@ def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
     profile = profile_for(case)
     model = str(profile.request["model"])
     windows: list[BareWindow | None] = [None, None]
-    server: WireServer | ResponsesServer
-    if case.responses:
+    server: WireServer | ResponsesServer | MessagesServer
+    clients: list[httpx.Client] | list[httpx2.Client]
+    if case.server == "responses":
         server = responses = ResponsesServer(model=model, turns=len(turns), stream=case.stream)
         lanes = [responses.lane() for _ in range(3)]
         clients = [lane.http for lane in lanes]
@@ -674,6 +765,20 @@ def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
         bare = bare_responses_conversation(profile, clients[1])
         shortcut = bare_responses_conversation(profile, clients[2], shortcut=True)
         rewind = responses.rewind
+    elif case.server == "messages":
+        server = messages = MessagesServer(
+            model=model,
+            turns=len(turns),
+            stream=case.stream,
+            thinking=reasoning_text(),
+            answer=ANSWER,
+            pieces=pieces,
+        )
+        clients = [messages.lane().http for _ in range(3)]
+        satchel = satchel_conversation(profile, clients[0])
+        bare = bare_messages_conversation(profile, clients[1])
+        shortcut = bare_messages_conversation(profile, clients[2], shortcut=True)
+        rewind = messages.rewind
     else:
         replay = "reasoning_content" if case.adapter_id == OPEN_SOURCE_ID else None
         reasoning = reasoning_text() if replay else None
@@ -725,13 +830,15 @@ CASES = (
     Case(OPENAI_RESPONSES_ID, stream=False),
     Case(XAI_RESPONSES_ID, stream=True),
     Case(XAI_RESPONSES_ID, stream=False),
+    Case(ANTHROPIC_ID, stream=True),
+    Case(ANTHROPIC_ID, stream=False),
     Case(OPENAI_ID, stream=True, trim=True),
 )
 
 
 def table(rows: Sequence[Row], repeat: int) -> Table:
     out = Table(
-        title=f"satchel Session vs the bare openai SDK loop, CPU time, median of {repeat} runs",
+        title=f"satchel Session vs a bare SDK loop, CPU time, median of {repeat} runs",
         caption=(
             f"ratio = satchel / bare (median of paired runs; goal <= {GOAL}x); as sent = the bare"
             " loop sending as satchel does (messages or input items in extra_body)"
