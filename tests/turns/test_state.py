@@ -249,3 +249,18 @@ def test_a_value_is_json_exactly_when_it_survives_a_round_trip(value: object) ->
     else:
         with pytest.raises(StateError, match=r"value: not JSON"):
             check_json("value", value)
+
+
+def test_a_state_checked_since_another_still_refuses_what_it_added() -> None:
+    old = RuntimeState("a.v1", "continuous_conversation", {"items": [{"k": [1, 2]}]}).validate()
+    grown = {"items": [*old.payload["items"], {"k": (1, 2)}]}
+    with pytest.raises(StateError, match="tuple"):
+        RuntimeState("a.v1", "continuous_conversation", grown).validate(since=old)
+    changed = {"items": [{"k": [1, float("nan")]}]}  # the same place, another object
+    with pytest.raises(StateError, match="finite"):
+        RuntimeState("a.v1", "continuous_conversation", changed).validate(since=old)
+    turn = TurnBoundary(0, 1, ({"role": "user", "content": ("x",)},))  # type: ignore[dict-item]
+    with pytest.raises(StateError, match=r"accepted_turns\[0\]"):
+        RuntimeState("a.v1", "continuous_conversation", old.payload, (turn,)).validate(since=old)
+    shared = {"items": [*old.payload["items"], {"k": [3]}]}
+    RuntimeState("a.v1", "continuous_conversation", shared).validate(since=old)

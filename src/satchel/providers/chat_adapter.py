@@ -83,8 +83,8 @@ class ChatCompletionsAdapter:
     def initial_state(self) -> RuntimeState:
         return RuntimeState(self.descriptor.adapter_id, self.strategy, empty_payload())
 
-    def check_state(self, state: RuntimeState) -> None:
-        state.validate()
+    def check_state(self, state: RuntimeState, since: RuntimeState | None = None) -> None:
+        state.validate(since)
         state.check_owner(self.descriptor.adapter_id, (self.strategy,))
         check_payload(state, self.reasoning_fields)
 

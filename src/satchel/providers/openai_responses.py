@@ -163,8 +163,8 @@ class OpenAIResponseHandleAdapter(ResponsesAdapter):
     def initial_state(self) -> RuntimeState:
         return RuntimeState(self.descriptor.adapter_id, self.strategy, _handle(None, []))
 
-    def check_state(self, state: RuntimeState) -> None:
-        state.validate()
+    def check_state(self, state: RuntimeState, since: RuntimeState | None = None) -> None:
+        state.validate(since)
         state.check_owner(self.descriptor.adapter_id, (self.strategy,))
         payload = state.payload
         if sorted(payload) != ["pending", "response_id"]:

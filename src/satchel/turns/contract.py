@@ -132,8 +132,9 @@ class ProviderAdapter(Protocol):
         """The empty state a new session starts from."""
         ...
 
-    def check_state(self, state: RuntimeState) -> None:
-        """Validate the envelope and this adapter's payload; raise `StateError` naming the field."""
+    def check_state(self, state: RuntimeState, since: RuntimeState | None = None) -> None:
+        """Validate the envelope and this adapter's payload; raise `StateError` naming the field.
+        `since`: the validated state `state` extends (see `RuntimeState.validate`)."""
         ...
 
     def buffer_inputs(self, state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:

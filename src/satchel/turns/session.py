@@ -261,7 +261,7 @@ class Session:
                 if turn.counted >= self.policy.max_attempts:
                     raise self._failed(turn, "retries ran out", exc) from exc
                 continue
-            self.adapter.check_state(result.provisional_state)
+            self.adapter.check_state(result.provisional_state, since=self._state)
             return self._commit(turn, action, result, started, trigger)
 
     def _commit[T](

@@ -46,8 +46,13 @@ class RuntimeState:
     accepted_turns: tuple[TurnBoundary, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
-    def validate(self) -> RuntimeState:
-        """Check the envelope; raise `StateError` naming the first field that is wrong."""
+    def validate(self, since: RuntimeState | None = None) -> RuntimeState:
+        """Check the envelope; raise `StateError` naming the first field that is wrong.
+
+        `since`: a state already validated that this one extends (the accepted state a
+        provisional one was built from); the parts the two share, the very same objects at the
+        same places, are not walked again, so a turn's check costs what the turn added.
+        """
         if type(self.schema_version) is not int or self.schema_version != SCHEMA_VERSION:
             raise StateError(
                 f"RuntimeState.schema_version: expected {SCHEMA_VERSION}, "
@@ -62,13 +67,18 @@ class RuntimeState:
                 f"RuntimeState.strategy: expected one of {', '.join(STRATEGIES)}, "
                 f"got {self.strategy!r}"
             )
-        check_json("RuntimeState.payload", self.payload)
+        check_json("RuntimeState.payload", self.payload, since.payload if since else _UNKNOWN)
         check_boundaries(self.accepted_turns)
-        turns = [turn.to_json() for turn in self.accepted_turns]
+        known = since.accepted_turns if since else ()
+        fresh = [
+            (index, turn.to_json())
+            for index, turn in enumerate(self.accepted_turns)
+            if index >= len(known) or known[index] is not turn
+        ]
         try:
-            check_json("RuntimeState.accepted_turns", turns)
+            check_json("RuntimeState.accepted_turns", [turn for _, turn in fresh])
         except StateError:
-            for index, turn in enumerate(turns):
+            for index, turn in fresh:
                 check_json(f"RuntimeState.accepted_turns[{index}]", turn)
             raise
         return self
@@ -125,20 +135,31 @@ class RuntimeState:
 _SCALARS = (str, int, bool, type(None))
 
 
-def check_json(field_name: str, value: object) -> None:
+_UNKNOWN = object()
+
+
+def check_json(field_name: str, value: object, known: object = _UNKNOWN) -> None:
     """Refuse a value that would not survive a JSON round trip unchanged: only dicts with str
     keys, lists, str, int, finite float, bool and None, of exactly those types (a tuple, a
-    subclass or NaN would come back as something else). One walk, no serialization."""
-    stack = [value]
+    subclass or NaN would come back as something else). One walk, no serialization; a part that
+    is the very object found at the same place in `known` (already checked) is skipped."""
+    stack = [(value, known)]
     while stack:
-        item = stack.pop()
+        item, old = stack.pop()
+        if item is old:
+            continue
         if type(item) is dict:
+            olds = old if type(old) is dict else {}
             for key, inner in item.items():
                 if type(key) is not str:
                     raise StateError(f"{field_name}: not JSON (a key {key!r} is not a str)")
-                stack.append(inner)
+                stack.append((inner, olds.get(key, _UNKNOWN)))
         elif type(item) is list:
-            stack.extend(item)
+            before = old if type(old) is list else []
+            stack.extend(
+                (inner, before[index] if index < len(before) else _UNKNOWN)
+                for index, inner in enumerate(item)
+            )
         elif type(item) is float:
             if not math.isfinite(item):
                 raise StateError(f"{field_name}: not JSON ({item!r} is not a finite number)")
