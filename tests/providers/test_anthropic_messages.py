@@ -17,7 +17,7 @@ from chatwire import Failure
 from satchel.compaction import HarnessSummaryCompactor, HarnessSummaryPolicy
 from satchel.harness import build_session
 from satchel.providers import build_adapter
-from satchel.providers.anthropic_state import replayable
+from satchel.providers.anthropic_state import readable, replayable
 from satchel.providers.profiles import ProfileError
 from satchel.turns import ConfigurationError, Session, TurnFailed, Usage
 
@@ -458,3 +458,16 @@ def test_compaction_is_optional() -> None:
     session.turn([SYSTEM, user("frame 1")], action)
     session.turn([user("frame 2")], action)
     assert server.compactions() == [] and "anthropic-beta" not in server.headers[0]
+
+
+def test_messages_sent_is_the_readable_projection_of_each_request(tmp_path: Path) -> None:
+    server = MessagesServer()
+    session = claude(server, tmp_path)
+    played_two(server, session)
+    session.buffer([user("GAME_OVER")])
+    server.push(Summary("so far"), Answer("ACTION3", thinking="plan"), Answer("ACTION4"))
+    session.turn([user("frame 3")], action)
+    session.turn([user("frame 4")], action)
+    for step, body in enumerate(server.actions(), 1):
+        record = json.loads((tmp_path / f"step_{step:03d}.json").read_text())
+        assert record["messages_sent"] == [readable(message) for message in body["messages"]]

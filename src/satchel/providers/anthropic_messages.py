@@ -35,6 +35,7 @@ from satchel.providers.anthropic_state import (
     empty_payload,
     readable,
     replayable,
+    shown,
     split_inputs,
 )
 from satchel.providers.anthropic_wire import MessagesReply, call_messages
@@ -280,7 +281,7 @@ class AnthropicMessagesAdapter:
                 history_before=len(state.payload["messages"]),
                 history_after=len(provisional.payload["messages"]),
             ),
-            readable_request_messages=tuple(readable(message) for message in sent),
+            readable_request_messages=(*shown(base, turns), *map(readable, inputs)),
             compaction=compaction,
         )
 

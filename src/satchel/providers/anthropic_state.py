@@ -157,6 +157,15 @@ def readable(message: NativeMessage) -> Message:
     return shown
 
 
+def shown(messages: Sequence[NativeMessage], turns: Sequence[TurnBoundary]) -> list[Message]:
+    """The readable projection of `messages`, taken from the accepted turns that already hold
+    it (each boundary keeps its own), computed only for messages outside every turn."""
+    out: list[Message | None] = [None] * len(messages)
+    for turn in turns:
+        out[turn.start_item : turn.end_item] = turn.messages
+    return [readable(messages[i]) if m is None else m for i, m in enumerate(out)]
+
+
 def descriptor(index: int, message: NativeMessage) -> dict[str, Any]:
     """A message as request records describe it: position, role and its blocks' types."""
     content = message["content"]
