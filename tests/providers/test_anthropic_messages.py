@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from provider_kit import CLAUDE, DELETE, ENV, action, entry, load, profile, user
 
@@ -471,3 +472,19 @@ def test_messages_sent_is_the_readable_projection_of_each_request(tmp_path: Path
     for step, body in enumerate(server.actions(), 1):
         record = json.loads((tmp_path / f"step_{step:03d}.json").read_text())
         assert record["messages_sent"] == [readable(message) for message in body["messages"]]
+
+
+def test_an_unreachable_provider_is_transient_and_retried() -> None:
+    server = MessagesServer(Answer("ACTION1"))
+    dropped = [True]
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if dropped.pop() if dropped else False:
+            raise httpx2.ConnectError("connection refused")
+        return server.handle(request)
+
+    prof = profile(CLAUDE)
+    http = httpx2.Client(transport=httpx2.MockTransport(handle))
+    session = build_session(prof, http_client=http, env=ENV, sleep=lambda s: None)
+    turn = session.turn([SYSTEM, user("frame 1")], action)
+    assert turn.attempts == 2 and turn.failures[0].kind == "transient"

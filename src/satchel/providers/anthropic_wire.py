@@ -19,7 +19,7 @@ from typing import Any
 import anthropic
 import httpx2
 
-from satchel.providers.openai_sdk import overflows, reply_error, sdk_arguments
+from satchel.providers.openai_sdk import overflows, reply_error, sdk_arguments, unreachable
 from satchel.turns import (
     AttemptError,
     ContextOverflowError,
@@ -89,9 +89,7 @@ def call_messages(client: anthropic.Anthropic, body: dict[str, Any]) -> Messages
     except anthropic.APIStatusError as exc:
         error = classify_status_error(exc)
     except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
-        error = TransientError(
-            "the provider could not be reached", diagnostics=Diagnostics.build(type(exc).__name__)
-        )
+        error = unreachable(exc)
     else:
         reply = MessagesReply(
             model=message.model,
