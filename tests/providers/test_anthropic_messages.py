@@ -19,6 +19,7 @@ from satchel.compaction import HarnessSummaryCompactor, HarnessSummaryPolicy
 from satchel.harness import build_session
 from satchel.providers import build_adapter
 from satchel.providers.anthropic_state import readable, replayable
+from satchel.providers.anthropic_wire import normalize_usage
 from satchel.providers.profiles import ProfileError
 from satchel.turns import ConfigurationError, Session, TurnFailed, Usage
 
@@ -488,3 +489,21 @@ def test_an_unreachable_provider_is_transient_and_retried() -> None:
     session = build_session(prof, http_client=http, env=ENV, sleep=lambda s: None)
     turn = session.turn([SYSTEM, user("frame 1")], action)
     assert turn.attempts == 2 and turn.failures[0].kind == "transient"
+
+
+def test_thinking_counts_come_from_the_top_level_else_from_the_iterations() -> None:
+    def entry(kind: str, thinking: int | None) -> dict[str, Any]:
+        counts: dict[str, Any] = {"type": kind, "input_tokens": 10, "output_tokens": 50}
+        if thinking is not None:
+            counts["output_tokens_details"] = {"thinking_tokens": thinking}
+        return counts
+
+    sampled = [entry("message", 20), entry("message", 5)]
+    top = {"input_tokens": 0, "output_tokens": 0, "output_tokens_details": {"thinking_tokens": 30}}
+    assert normalize_usage({**top, "iterations": sampled}).reasoning_tokens == 30
+    assert normalize_usage({"input_tokens": 0, "output_tokens": 0, "iterations": sampled}) == Usage(
+        20, 100, 120, 25, 0, 0, None, 1
+    )
+    compacted = [entry("compaction", 7), *sampled]
+    assert normalize_usage({**top, "iterations": compacted}).reasoning_tokens == 37
+    assert normalize_usage({"input_tokens": 3, "output_tokens": 4}).reasoning_tokens == 0
