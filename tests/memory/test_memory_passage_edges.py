@@ -390,3 +390,28 @@ def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(
     assert asyncio.run(ranked("ridge", vectored=True)) == 0
     assert asyncio.run(ranked("ridge ibex", vectored=True)) == 1
     assert asyncio.run(ranked("ridge ibex", vectored=False)) == 1
+
+
+def test_the_hits_read_beside_the_neighbours_are_the_hits_read_after_them(
+    live_server: LiveServer, beta: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(6):
+        observe(beta, f"Did you see the heron by the canal, day {n}?", subject=f"s{n % 2}")
+        observe(beta, f"Yes, the heron stood on the lock gate on day {n}.", subject=f"s{n % 2}")
+    url = live_server.database_url
+    project = project_id(url, "beta")
+    build(url, project)
+    embedder = load_embedder(EmbeddingSettings())
+
+    async def found(question: str) -> list[tuple[str, str, float]]:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            result = await search.search_passages(
+                conn, Scope(project, turns_only=True), question, limit=3, embedder=embedder
+            )
+        return [(str(hit.chunk_id), hit.content, hit.similarity) for hit in result.hits]
+
+    questions = ["where did the heron stand", "canal day 4", "lock gate"]
+    speculated = [asyncio.run(found(question)) for question in questions]
+    monkeypatch.setattr(search, "SPECULATED", 0)  # nothing read beside the neighbours
+    assert [asyncio.run(found(question)) for question in questions] == speculated
+    assert all(len(hits) == 3 for hits in speculated)

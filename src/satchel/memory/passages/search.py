@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 import itertools
 import math
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +35,7 @@ K1 = 0.7  # BM25 term saturation
 B = 0.4  # BM25 length normalization
 TEXT_WEIGHT = 0.35  # share of the best-normalized BM25 score; the rest is cosine similarity
 COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
+SPECULATED = 3  # read this many times `limit` of the best messages beside their neighbours
 NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
 SESSION_WEIGHT = 1.0  # share of its session's score (the best messages said at the same time)
 SESSION_TOP = 4  # how many of a session's best messages its score averages
@@ -482,12 +485,16 @@ async def _adjacent(conn: Conn, found: list[Placed]) -> tuple[Links, Links]:
     return before, after
 
 
-async def hits_of(
-    conn: Conn, ranked: list[tuple[uuid.UUID, float]], vector: str | None, terms: Terms
-) -> list[Hit]:
-    """The ranked messages with their similarity to the question: the cosine similarity of
-    their vectors (at least 0) or, without one, the share of the question's term weight
-    they hold."""
+HitRows = dict[uuid.UUID, tuple[Any, ...]]
+
+
+async def ask_hits(
+    conn: Conn, chunks: list[uuid.UUID], vector: str | None, terms: Terms
+) -> Callable[[], Awaitable[HitRows]]:
+    """Send the statement that reads `chunks` with their similarity to the question (the
+    cosine similarity of their vectors, at least 0, or without one the share of the question's
+    term weight they hold); the returned call reads its rows. In a pipeline, the statement
+    travels with the next one sent."""
     weight = sum(idf for _, idf in terms.weights)
     share: sql.Composable = sql.SQL("0.0")
     values: list[Any] = []
@@ -510,14 +517,44 @@ async def hits_of(
         "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}"
         " FROM messages m WHERE m.id = ANY(%s)"
     ).format(similarity)
-    cursor = await conn.execute(query, [*values, [chunk for chunk, _ in ranked]])
-    rows = {row[0]: row for row in await cursor.fetchall()}
+    cursor = await conn.execute(query, [*values, chunks])
+
+    async def rows() -> HitRows:
+        return {row[0]: row for row in await cursor.fetchall()}
+
+    return rows
+
+
+def hits_in(ranked: list[tuple[uuid.UUID, float]], rows: HitRows) -> list[Hit]:
+    """The ranked messages that `rows` hold, in order."""
     hits = []
     for chunk, _ in ranked:
         if chunk in rows:
             _, source, ordinal, role, content, occurred_at, close = rows[chunk]
             hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, min(1.0, close)))
     return hits
+
+
+async def ranked_hits(
+    conn: Conn,
+    scores: dict[uuid.UUID, float],
+    place_of: dict[uuid.UUID, Placed],
+    vector: str | None,
+    terms: Terms,
+    limit: int,
+) -> list[Hit]:
+    """The `limit` best messages after their neighbours' shares (`with_neighbours`). The best
+    `SPECULATED` x `limit` before those shares are read in the same round trip as the
+    neighbours; a message the shares lift from further down is read after."""
+    likely = heapq.nlargest(limit * SPECULATED, scores, key=scores.__getitem__)
+    async with conn.pipeline():
+        read = await ask_hits(conn, likely, vector, terms)
+        ranked = (await with_neighbours(conn, scores, place_of))[:limit]
+        rows = await read()
+    missing = [chunk for chunk, _ in ranked if chunk not in rows and chunk not in likely]
+    if missing:
+        rows.update(await (await ask_hits(conn, missing, vector, terms))())
+    return hits_in(ranked, rows)
 
 
 def embed_question(embedder: Embedder | None, question: str) -> asyncio.Future[str | None]:
@@ -605,8 +642,8 @@ async def search_passages(
     nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
-    ranked = await with_neighbours(conn, fuse(text, nearest, dated), places(text, nearest, dated))
-    hits = await hits_of(conn, ranked[:limit], vector, terms)
+    scores = fuse(text, nearest, dated)
+    hits = await ranked_hits(conn, scores, places(text, nearest, dated), vector, terms, limit)
     build_state = _build_state(embedder, state, vector is not None)
     return Found(
         generation_id=state.generation_id if usable else "",
