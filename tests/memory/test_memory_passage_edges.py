@@ -18,7 +18,7 @@ from psycopg import sql
 
 from satchel.memory.passages import search
 from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
-from satchel.memory.passages.index import index_passages
+from satchel.memory.passages.index import index_passages, vector_literal
 from satchel.memory.passages.search import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
@@ -415,3 +415,49 @@ def test_the_hits_read_beside_the_neighbours_are_the_hits_read_after_them(
     monkeypatch.setattr(search, "SPECULATED", 0)  # nothing read beside the neighbours
     assert [asyncio.run(found(question)) for question in questions] == speculated
     assert all(len(hits) == 3 for hits in speculated)
+
+
+def test_the_vector_scan_settings_are_sent_again_unless_they_were_committed(
+    live_server: LiveServer, beta: httpx.Client
+) -> None:
+    observe(beta, "The heron stood on the lock gate.")
+    url = live_server.database_url
+    project = project_id(url, "beta")
+    build(url, project)
+    embedder = load_embedder(EmbeddingSettings())
+    vector = vector_literal(embedder.embed(["heron"])[0])
+    scope = Scope(project, turns_only=True)
+
+    async def shown(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+        cursor = await conn.execute(
+            "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan')"
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return list(row)
+
+    async def run() -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            async with conn.transaction(force_rollback=True):  # the settings are rolled back
+                assert len(await search.vector_ranking(conn, scope, vector, 10)) == 1
+            assert await shown(conn) == ["40", "off"]
+            assert len(await search.vector_ranking(conn, scope, vector, 10)) == 1
+            assert await shown(conn) == ["40", "relaxed_order"]
+            assert len(await search.vector_ranking(conn, scope, vector, 200)) == 1
+            assert await shown(conn) == [str(search.EF_SEARCH), "relaxed_order"]
+            async with conn.transaction(force_rollback=True):
+                await conn.execute("SET hnsw.ef_search = 7")
+                assert len(await search.vector_ranking(conn, scope, vector, 200)) == 1
+            assert await shown(conn) == [str(search.EF_SEARCH), "relaxed_order"]
+
+    asyncio.run(run())
+
+
+def test_coverage_of_a_project_that_does_not_exist_is_empty(live_server: LiveServer) -> None:
+    async def run() -> tuple[search.Coverage, list[list[str]]]:
+        async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
+            return await coverage_and_lexemes(conn, 2**40, ["Herons", "the", "stood"])
+
+    state, per_word = asyncio.run(run())
+    assert state == search.Coverage("", "", -1, -1, -1)
+    assert per_word == [["heron"], [], ["stood"]]

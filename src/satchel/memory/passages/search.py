@@ -12,13 +12,14 @@ import heapq
 import itertools
 import math
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from psycopg import AsyncConnection, sql
+from psycopg import AsyncConnection, pq, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
@@ -51,6 +52,7 @@ EF_SEARCH = 100
 
 _recent: OrderedDict[tuple[str, str], str] = OrderedDict()
 _common: OrderedDict[Scope, set[str]] = OrderedDict()
+_scan_settings: weakref.WeakKeyDictionary[Conn, str] = weakref.WeakKeyDictionary()  # ef_search set
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +127,15 @@ class Found:
     hits: list[Hit]
 
 
-COVERAGE = (
+# The project's coverage and each word's lexemes, in one statement (one round trip, no pipeline).
+COVERAGE_AND_LEXEMES = (
     "SELECT p.stored, g.id, g.embedder, coalesce(r.vectors_through, -1),"
-    " coalesce(r.terms_through, -1)"
-    " FROM projects p LEFT JOIN passage_generations g ON g.project_id = p.id"
-    " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s"
+    " coalesce(r.terms_through, -1),"
+    " (SELECT json_agg(tsvector_to_array(to_tsvector('english', w)) ORDER BY n)"
+    "  FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n))"
+    " FROM (SELECT %s::bigint AS id) q LEFT JOIN projects p ON p.id = q.id"
+    " LEFT JOIN passage_generations g ON g.project_id = p.id"
+    " LEFT JOIN passage_progress r ON r.project_id = p.id"
 )
 WORD_LEXEMES = (
     "SELECT tsvector_to_array(to_tsvector('english', w))"
@@ -149,13 +155,11 @@ def _coverage(row: tuple[Any, ...] | None) -> Coverage:
 async def coverage_and_lexemes(
     conn: Conn, project_id: int, words: list[str]
 ) -> tuple[Coverage, list[list[str]]]:
-    """The project's coverage and each word's lexemes, asked in one round trip."""
-    async with conn.pipeline():
-        covered = await conn.execute(COVERAGE, (project_id,))
-        lexemes = await conn.execute(WORD_LEXEMES, (words,))
-        state = _coverage(await covered.fetchone())
-        per_word = [list(row[0]) for row in await lexemes.fetchall()]
-    return state, per_word
+    """The project's coverage and each word's lexemes, asked in one statement."""
+    cursor = await conn.execute(COVERAGE_AND_LEXEMES, (words, project_id))
+    row = await cursor.fetchone()
+    assert row is not None
+    return _coverage(row[:5]), [list(found) for found in row[5] or []]
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,15 +341,26 @@ async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> R
     for _ in kinds:
         values += [vector, *params, count]
     values.append(count)
-    # Set for the session, in the same round trip: every vector scan sets them first, and
-    # no other statement reads them.
+    wanted = str(min(EF_SEARCH, max(40, count)))
+    if _scan_settings.get(conn) == wanted and _committing(conn):
+        return await _ranked(conn, query, values)
+    # Set for the session, in the same round trip. No other statement reads them; set outside
+    # any transaction, they last as long as the connection, and are not sent again.
     settings = (
         "SELECT set_config('hnsw.ef_search', %s, false),"
         " set_config('hnsw.iterative_scan', 'relaxed_order', false)"
     )
     async with conn.pipeline():
-        await conn.execute(settings, (str(min(EF_SEARCH, max(40, count))),))
-        return await _ranked(conn, query, values)
+        await conn.execute(settings, (wanted,))
+        ranking = await _ranked(conn, query, values)
+    if _committing(conn):
+        _scan_settings[conn] = wanted
+    return ranking
+
+
+def _committing(conn: Conn) -> bool:
+    """Whether each statement on `conn` commits itself (outside any transaction)."""
+    return conn.autocommit and conn.info.transaction_status == pq.TransactionStatus.IDLE
 
 
 async def period_ranking(
