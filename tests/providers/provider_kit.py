@@ -35,6 +35,8 @@ RESPONSES = "gpt-5.6-sol-responses-continuous"
 HANDLE = "gpt-5.6-sol-responses-handle"
 XAI = "grok-4.6-xai-responses-native"
 CLAUDE = "claude-opus-5-messages-native"
+GLM = "glm-5.3-flash-continuous"
+QWEN = "qwen3.8-27b-continuous"
 ENV = {
     "ANTHROPIC_API_KEY": "sk-ant-test-key",
     "OPENAI_API_KEY": "sk-test-key",

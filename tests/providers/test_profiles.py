@@ -12,8 +12,10 @@ from provider_kit import (
     DELETE,
     ENV,
     EXAMPLES_FILE,
+    GLM,
     HANDLE,
     OPEN,
+    QWEN,
     RESPONSES,
     ROLLING,
     XAI,
@@ -40,7 +42,7 @@ SECRET = "sk-proj-CANARYKEY0123456789abcdef"
 
 def test_the_example_profiles_load() -> None:
     profiles = example_profiles()
-    assert sorted(profiles) == sorted([ROLLING, OPEN, RESPONSES, HANDLE, XAI, CLAUDE])
+    assert sorted(profiles) == sorted([ROLLING, OPEN, GLM, QWEN, RESPONSES, HANDLE, XAI, CLAUDE])
     assert load_profiles(EXAMPLES_FILE) == profiles
 
     rolling = profiles[ROLLING]
@@ -56,6 +58,16 @@ def test_the_example_profiles_load() -> None:
     assert open_weight.runtime.reasoning_replay == ("reasoning_content",)
     assert open_weight.runtime.compaction.strategy == "harness_summary"
     assert open_weight.output_limit() == 32768
+
+    for name, aliases in (
+        (GLM, ("reasoning_content",)),
+        (QWEN, ("reasoning_content", "reasoning")),
+    ):
+        seed = profiles[name]
+        assert seed.runtime.adapter_id == "open_source.chat_completions.v1"
+        assert seed.runtime.reasoning_replay == aliases
+        assert seed.runtime.compaction.strategy == "harness_summary"
+        assert seed.request["stream"] is True
 
     claude = profiles[CLAUDE]
     assert claude.runtime.adapter == "anthropic.messages.v1"
@@ -109,6 +121,8 @@ REFUSED = [
     (ROLLING, {"runtime.reasoning_replay": ["reasoning_content"]}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": ["reasoning_text"]}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": []}, "runtime.reasoning_replay"),
+    (OPEN, {"runtime.reasoning_replay": DELETE}, "runtime.reasoning_replay"),
+    (GLM, {"runtime.reasoning_replay": DELETE}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": ["reasoning", "reasoning"]}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": "reasoning"}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.trim.limit_tokens": 1000}, "runtime.trim"),

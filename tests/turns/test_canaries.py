@@ -42,6 +42,7 @@ def profile(adapter_id: str, stream: bool) -> Any:
     else:
         runtime["state"] = "continuous_conversation"
         runtime["compaction"] = {"strategy": "harness_summary", "trigger_tokens": 100_000}
+        runtime["reasoning_replay"] = ["reasoning_content"]
     entry = {
         "id": "canary",
         "agent": {"MAX_CONTEXT_LENGTH": 200_000},

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from satchel.providers.open_source_chat import OpenSourceChatAdapter
 from satchel.providers.registry import REGISTRY
 from satchel.turns import ConfigurationError, Pricing, ProviderAdapter, RetryPolicy
 
@@ -206,6 +207,12 @@ def _check(profile: Profile) -> None:
             "runtime.reasoning_replay", "only continuous_conversation replays reasoning"
         )
     replay = runtime.reasoning_replay
+    if replay is None and adapter_id == OpenSourceChatAdapter.descriptor.adapter_id:
+        raise _FieldError(
+            "runtime.reasoning_replay",
+            f"{adapter_id} needs it named: reasoning_content, reasoning or both, as the model "
+            "server's chat template reads the reasoning back",
+        )
     if replay is not None and (not replay or len(set(replay)) != len(replay)):
         raise _FieldError(
             "runtime.reasoning_replay", "name reasoning_content, reasoning or both, once each"

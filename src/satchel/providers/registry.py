@@ -57,7 +57,7 @@ def _open_source_chat(profile: Profile, http_client: Any, api_key: str) -> Provi
     return OpenSourceChatAdapter(
         _openai(profile, http_client, api_key),
         profile.request,
-        reasoning_replay=profile.runtime.reasoning_replay or ("reasoning_content",),
+        reasoning_replay=profile.runtime.reasoning_replay or (),
         summary_max_tokens=profile.runtime.compaction.summary_max_output_tokens,
     )
 
