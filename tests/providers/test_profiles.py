@@ -9,6 +9,7 @@ import pytest
 import yaml
 from provider_kit import (
     CLAUDE,
+    DEEPSEEK,
     DELETE,
     ENV,
     EXAMPLES_FILE,
@@ -42,7 +43,9 @@ SECRET = "sk-proj-CANARYKEY0123456789abcdef"
 
 def test_the_example_profiles_load() -> None:
     profiles = example_profiles()
-    assert sorted(profiles) == sorted([ROLLING, OPEN, GLM, QWEN, RESPONSES, HANDLE, XAI, CLAUDE])
+    assert sorted(profiles) == sorted(
+        [ROLLING, OPEN, GLM, QWEN, DEEPSEEK, RESPONSES, HANDLE, XAI, CLAUDE]
+    )
     assert load_profiles(EXAMPLES_FILE) == profiles
 
     rolling = profiles[ROLLING]

@@ -118,7 +118,7 @@ class ChatCompletionsAdapter:
             usage=reply.usage,
             provisional_state=provisional,
             request_record=RequestRecord(
-                input_items=tuple(_descriptor(i, m) for i, m in enumerate(sent)),
+                input_items=tuple(input_descriptor(i, m) for i, m in enumerate(sent)),
                 settings=redact(self.settings(), self.opaque_fields),
             ),
             telemetry=TransitionTelemetry(
@@ -163,7 +163,7 @@ class ChatCompletionsAdapter:
         return reply.text, next(iter(reply.reasoning.values()), None)
 
 
-def _descriptor(index: int, message: Message) -> dict[str, Any]:
+def input_descriptor(index: int, message: Message) -> dict[str, Any]:
     content = message["content"]
     kinds = (
         ["text"]

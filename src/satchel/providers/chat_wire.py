@@ -32,6 +32,24 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 @dataclass(slots=True)
+class ToolCall:
+    """One tool call as the model sent it, its arguments exactly as received."""
+
+    id: str | None = None
+    type: str | None = None
+    name: str = ""
+    arguments: str = ""
+
+    def native(self) -> dict[str, Any]:
+        """The call as an assistant message replays it."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(slots=True)
 class ChatReply:
     """The normalized content of one Chat Completions answer."""
 
@@ -41,6 +59,8 @@ class ChatReply:
     text: str = ""
     reasoning: dict[str, str] = field(default_factory=dict)
     tool_calls: bool = False
+    calls: list[ToolCall] = field(default_factory=list)
+    conflicting_calls: bool = False  # a stream changed a call's id, type or name midway
     refusal: str | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
@@ -85,6 +105,16 @@ def _from_completion(completion: Any) -> ChatReply:
     reply.text = message.content or ""
     reply.refusal = message.refusal
     reply.tool_calls = bool(message.tool_calls) or bool(getattr(message, "function_call", None))
+    for call in message.tool_calls or []:
+        function = getattr(call, "function", None)
+        reply.calls.append(
+            ToolCall(
+                call.id,
+                call.type,
+                getattr(function, "name", None) or "",
+                getattr(function, "arguments", None) or "",
+            )
+        )
     _take_reasoning(reply, message.model_extra or {}, append=False)
     return reply
 
@@ -92,6 +122,7 @@ def _from_completion(completion: Any) -> ChatReply:
 def _accumulate(reply: ChatReply, stream: Iterable[Any]) -> None:
     text: list[str] = []
     refusal: list[str] = []
+    calls: dict[int, ToolCall] = {}
     try:
         for chunk in stream:
             reply.model = chunk.model or reply.model
@@ -106,6 +137,8 @@ def _accumulate(reply: ChatReply, stream: Iterable[Any]) -> None:
                     refusal.append(delta.refusal)
                 if delta.tool_calls or getattr(delta, "function_call", None):
                     reply.tool_calls = True
+                for call in delta.tool_calls or []:
+                    _take_call(reply, calls.setdefault(call.index, ToolCall()), call)
                 _take_reasoning(reply, delta.model_extra or {}, append=True)
                 if choice.finish_reason:
                     reply.finish_reason = choice.finish_reason
@@ -121,8 +154,23 @@ def _accumulate(reply: ChatReply, stream: Iterable[Any]) -> None:
         )
     reply.text = "".join(text)
     reply.refusal = "".join(refusal) or None
+    reply.calls = [calls[index] for index in sorted(calls)]
     if reply.finish_reason is None:
         raise reply_error(InterruptedStreamError, "the stream ended without a finish reason", reply)
+
+
+def _take_call(reply: ChatReply, call: ToolCall, delta: Any) -> None:
+    """Add one streamed tool-call delta to `call`: id, type and name once, arguments appended."""
+    function = getattr(delta, "function", None)
+    named = getattr(function, "name", None)
+    for name, value in (("id", delta.id), ("type", delta.type), ("name", named)):
+        if value:
+            known = getattr(call, name)
+            reply.conflicting_calls |= bool(known) and known != value
+            setattr(call, name, value)
+    arguments = getattr(function, "arguments", None)
+    if isinstance(arguments, str):
+        call.arguments += arguments
 
 
 def _take_reasoning(reply: ChatReply, extra: dict[str, Any], *, append: bool) -> None:
@@ -139,12 +187,13 @@ def normalize_usage(usage: Any) -> Usage | None:
     prompt = getattr(usage, "prompt_tokens_details", None)
     completion = getattr(usage, "completion_tokens_details", None)
     extra = usage.model_extra or {}
+    hit = extra.get("prompt_cache_hit_tokens")  # DeepSeek's own count, when it sends one
+    cached = hit if isinstance(hit, int) else getattr(prompt, "cached_tokens", None)
     return Usage.from_counts(
         input_tokens=usage.prompt_tokens,
         output_tokens=usage.completion_tokens,
         total_tokens=usage.total_tokens,
         reasoning_tokens=getattr(completion, "reasoning_tokens", None),
-        cache_read_tokens=getattr(prompt, "cached_tokens", None)
-        or extra.get("prompt_cache_hit_tokens"),
+        cache_read_tokens=cached,
         cost=extra.get("cost"),
     )

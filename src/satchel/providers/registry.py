@@ -16,6 +16,7 @@ from satchel.providers.anthropic_messages import (
     AnthropicMessagesAdapter,
     check_anthropic_request,
 )
+from satchel.providers.deepseek_chat import DeepSeekChatAdapter
 from satchel.providers.open_source_chat import OpenSourceChatAdapter
 from satchel.providers.openai_chat import OpenAIChatAdapter
 from satchel.providers.openai_responses import (
@@ -62,6 +63,14 @@ def _open_source_chat(profile: Profile, http_client: Any, api_key: str) -> Provi
     )
 
 
+def _deepseek_chat(profile: Profile, http_client: Any, api_key: str) -> ProviderAdapter:
+    return DeepSeekChatAdapter(
+        _openai(profile, http_client, api_key),
+        profile.request,
+        summary_max_tokens=profile.runtime.compaction.summary_max_output_tokens,
+    )
+
+
 def _openai_responses(profile: Profile, http_client: Any, api_key: str) -> ProviderAdapter:
     client = _openai(profile, http_client, api_key)
     if profile.runtime.strategy == "previous_response_id":
@@ -92,7 +101,9 @@ def _anthropic_messages(profile: Profile, http_client: Any, api_key: str) -> Pro
     )
 
 
-def _chat_request(adapter: type[OpenAIChatAdapter] | type[OpenSourceChatAdapter]) -> Any:
+def _chat_request(
+    adapter: type[OpenAIChatAdapter] | type[OpenSourceChatAdapter] | type[DeepSeekChatAdapter],
+) -> Any:
     return lambda request, strategy, compaction: adapter.validate_request(request)
 
 
@@ -100,6 +111,9 @@ REGISTRY = AdapterRegistry()
 REGISTRY.register(OpenAIChatAdapter.descriptor, _openai_chat, _chat_request(OpenAIChatAdapter))
 REGISTRY.register(
     OpenSourceChatAdapter.descriptor, _open_source_chat, _chat_request(OpenSourceChatAdapter)
+)
+REGISTRY.register(
+    DeepSeekChatAdapter.descriptor, _deepseek_chat, _chat_request(DeepSeekChatAdapter)
 )
 REGISTRY.register(OPENAI_RESPONSES, _openai_responses, check_openai_request)
 REGISTRY.register(
