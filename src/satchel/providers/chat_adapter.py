@@ -99,13 +99,9 @@ class ChatCompletionsAdapter:
         inputs = [*state.payload["pending"], *request.new_messages]
         window = self.window(state, inputs)
         sent = [*state.payload["preamble"], *window.messages, *inputs]
-        reply = call_chat(self.client, {**self.request, "messages": sent})
-        text, reasoning = self.accept_reply(reply)
-        answer: Message = {"role": "assistant", "content": text}
-        if reasoning and self.reasoning_fields:
-            answer.update(dict.fromkeys(self.reasoning_fields, reasoning))
-        shown = tuple(readable(m, self.reasoning_fields) for m in sent)
-        provisional = committed(state, window, inputs, answer, self.reasoning_fields, reasoning)
+        reply = call_chat(self.client, {**self.settings(), "messages": sent})
+        text, reasoning, answered = self.answered(reply)
+        provisional = committed(state, window, inputs, answered, self.readable, reasoning)
         assert reply.usage is not None
         return ModelTurnResult(
             response=ModelResponse(
@@ -127,8 +123,21 @@ class ChatCompletionsAdapter:
                 history_after=len(provisional.payload["messages"]),
                 items_pruned=window.pruned_items,
             ),
-            readable_request_messages=shown,
+            readable_request_messages=tuple(map(self.readable, sent)),
         )
+
+    def answered(self, reply: ChatReply) -> tuple[str, str | None, list[Message]]:
+        """The action, its exact reasoning and the native messages that answer the turn's inputs
+        (one plain assistant message here), or the attempt error the reply deserves."""
+        text, reasoning = self.accept_reply(reply)
+        answer: Message = {"role": "assistant", "content": text}
+        if reasoning and self.reasoning_fields:
+            answer.update(dict.fromkeys(self.reasoning_fields, reasoning))
+        return text, reasoning, [answer]
+
+    def readable(self, message: Message) -> Message:
+        """One message as the records show it."""
+        return readable(message, self.reasoning_fields)
 
     def window(self, state: RuntimeState, inputs: Sequence[Message]) -> Window:
         """The accepted window the next request carries (a strategy may trim it)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,11 +106,12 @@ def committed(
     state: RuntimeState,
     window: Window,
     inputs: Sequence[Message],
-    answer: Message,
-    reasoning_fields: Sequence[str],
+    answered: Sequence[Message],
+    shown: Callable[[Message], Message],
     reasoning_summary: str | None,
 ) -> RuntimeState:
-    """The provisional state after `answer`: the window, this turn's inputs and the answer."""
+    """The provisional state after the turn: the window, this turn's inputs and the messages
+    that answer them (`answered`); `shown`: each message's readable projection."""
     preamble: list[Message] = state.payload["preamble"]
     turn_inputs = list(inputs)
     if not state.accepted_turns and not state.payload["messages"] and not preamble:
@@ -119,9 +120,10 @@ def committed(
             lead += 1
         preamble, turn_inputs = turn_inputs[:lead], turn_inputs[lead:]
     start = len(window.messages)
-    messages = [*window.messages, *turn_inputs, answer]
-    shown = tuple(readable(m, reasoning_fields) for m in messages[start:])
-    boundary = TurnBoundary(start, len(messages), shown, reasoning_summary)
+    messages = [*window.messages, *turn_inputs, *answered]
+    boundary = TurnBoundary(
+        start, len(messages), tuple(map(shown, messages[start:])), reasoning_summary
+    )
     payload = {"preamble": list(preamble), "messages": messages, "pending": []}
     return RuntimeState(state.adapter_id, state.strategy, payload, (*window.turns, boundary))
 

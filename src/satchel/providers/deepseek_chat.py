@@ -18,9 +18,8 @@ import openai
 from satchel.providers.chat_adapter import (
     FORBIDDEN_REQUEST_KEYS,
     ChatCompletionsAdapter,
-    input_descriptor,
 )
-from satchel.providers.chat_state import PAYLOAD_KEYS, Window, committed, readable
+from satchel.providers.chat_state import PAYLOAD_KEYS, readable
 from satchel.providers.chat_wire import ChatReply, ToolCall, call_chat
 from satchel.providers.openai_sdk import reply_error
 from satchel.providers.unwinding import rebuilt, unwind_latest
@@ -29,19 +28,12 @@ from satchel.turns import (
     ConfigurationError,
     InvalidResponseError,
     Message,
-    ModelResponse,
-    ModelTurnRequest,
-    ModelTurnResult,
     RefusalError,
-    RequestRecord,
     RuntimeState,
     StateError,
     SummaryReply,
-    TransitionTelemetry,
     TruncatedError,
-    TurnBoundary,
     UnwoundTurn,
-    redact,
 )
 
 ANSWER_TOOL_NAME = "submit_answer"
@@ -186,12 +178,9 @@ class DeepSeekChatAdapter(ChatCompletionsAdapter):
     def settings(self) -> dict[str, Any]:
         return {**self.request, "tools": [ANSWER_TOOL]}
 
-    def run(self, request: ModelTurnRequest) -> ModelTurnResult:
-        state = request.state
-        inputs = [*state.payload["pending"], *request.new_messages]
-        window = self.window(state, inputs)
-        sent = [*state.payload["preamble"], *window.messages, *inputs]
-        reply = call_chat(self.client, {**self.settings(), "messages": sent})
+    def answered(self, reply: ChatReply) -> tuple[str, str | None, list[Message]]:
+        """The answer tool's `answer`, the exact reasoning, and the native messages: the
+        assistant message as it came (reasoning and call), then the call's fixed result."""
         call, text = self.accept_call(reply)
         reasoning = reply.reasoning.get(REASONING_FIELD)
         answer: Message = {"role": "assistant", "content": reply.text}
@@ -199,30 +188,10 @@ class DeepSeekChatAdapter(ChatCompletionsAdapter):
             answer[REASONING_FIELD] = reasoning
         answer["tool_calls"] = [call.native()]
         result: Message = {"role": "tool", "tool_call_id": call.id, "content": TOOL_RESULT}
-        provisional = _committed(state, window, inputs, answer, result, reasoning)
-        assert reply.usage is not None
-        return ModelTurnResult(
-            response=ModelResponse(
-                text=text,
-                reasoning=reasoning,
-                finish_reason=reply.finish_reason or "tool_calls",
-                model=reply.model or self.model,
-                response_id=reply.response_id,
-            ),
-            usage=reply.usage,
-            provisional_state=provisional,
-            request_record=RequestRecord(
-                input_items=tuple(input_descriptor(i, m) for i, m in enumerate(sent)),
-                settings=redact(self.settings(), self.opaque_fields),
-            ),
-            telemetry=TransitionTelemetry(
-                items_sent=len(sent),
-                history_before=len(state.payload["messages"]),
-                history_after=len(provisional.payload["messages"]),
-                items_pruned=window.pruned_items,
-            ),
-            readable_request_messages=tuple(shown(m) for m in sent),
-        )
+        return text, reasoning, [answer, result]
+
+    def readable(self, message: Message) -> Message:
+        return shown(message)
 
     def accept_call(self, reply: ChatReply) -> tuple[ToolCall, str]:
         """Return the one call to the answer tool and its answer, or raise the attempt error."""
@@ -303,25 +272,3 @@ class DeepSeekChatAdapter(ChatCompletionsAdapter):
         self, state: RuntimeState, bridge: str, tail: Sequence[UnwoundTurn]
     ) -> RuntimeState:
         return rebuilt(state, "messages", {"role": "user", "content": bridge}, tail)
-
-
-def _committed(
-    state: RuntimeState,
-    window: Window,
-    inputs: Sequence[Message],
-    answer: Message,
-    result: Message,
-    reasoning: str | None,
-) -> RuntimeState:
-    """`committed`, with the tool result after the answer inside the same accepted turn."""
-    turn = committed(state, window, inputs, answer, (REASONING_FIELD,), reasoning)
-    *earlier, last = turn.accepted_turns
-    messages = [*turn.payload["messages"], result]
-    boundary = TurnBoundary(
-        last.start_item,
-        len(messages),
-        tuple(shown(m) for m in messages[last.start_item :]),
-        reasoning,
-    )
-    payload = {**turn.payload, "messages": messages}
-    return RuntimeState(state.adapter_id, state.strategy, payload, (*earlier, boundary))
