@@ -10,19 +10,16 @@ unwind the latest accepted turn, rebuild behind a bridge message.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import openai
 
-from satchel.providers.chat_adapter import (
-    FORBIDDEN_REQUEST_KEYS,
-    ChatCompletionsAdapter,
-)
+from satchel.providers.chat_adapter import FORBIDDEN_REQUEST_KEYS
 from satchel.providers.chat_state import PAYLOAD_KEYS, readable
-from satchel.providers.chat_wire import ChatReply, ToolCall, call_chat
+from satchel.providers.chat_summary import ChatSummaries
+from satchel.providers.chat_wire import ChatReply, ToolCall
 from satchel.providers.openai_sdk import reply_error
-from satchel.providers.unwinding import rebuilt, unwind_latest
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
@@ -31,9 +28,7 @@ from satchel.turns import (
     RefusalError,
     RuntimeState,
     StateError,
-    SummaryReply,
     TruncatedError,
-    UnwoundTurn,
 )
 
 ANSWER_TOOL_NAME = "submit_answer"
@@ -123,7 +118,7 @@ def shown(message: Message) -> Message:
     return out
 
 
-class DeepSeekChatAdapter(ChatCompletionsAdapter):
+class DeepSeekChatAdapter(ChatSummaries):
     """DeepSeek thinking mode with one owned answer tool and exact reasoning replay."""
 
     descriptor = AdapterDescriptor(
@@ -247,28 +242,3 @@ class DeepSeekChatAdapter(ChatCompletionsAdapter):
                 reply,
             )
         return call, answer
-
-    def native_items(self, state: RuntimeState) -> int:
-        return len(state.payload["messages"])
-
-    def summarize(self, state: RuntimeState, prompt: str) -> SummaryReply:
-        payload = state.payload
-        messages = [*payload["preamble"], *payload["messages"], {"role": "user", "content": prompt}]
-        body: dict[str, Any] = {**self.request, "messages": messages}
-        if self.summary_max_tokens is not None:
-            key = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
-            body[key] = self.summary_max_tokens
-        reply = call_chat(self.client, body)
-        if reply.usage is None:
-            raise InvalidResponseError("the summary answer reported no usage")
-        text = reply.text.strip()
-        complete = reply.finish_reason == "stop" and not reply.tool_calls and not reply.refusal
-        return SummaryReply(text, reply.usage, complete and bool(text))
-
-    def unwind_latest_turn(self, state: RuntimeState) -> tuple[RuntimeState, UnwoundTurn]:
-        return unwind_latest(state, "messages")
-
-    def rebuild(
-        self, state: RuntimeState, bridge: str, tail: Sequence[UnwoundTurn]
-    ) -> RuntimeState:
-        return rebuilt(state, "messages", {"role": "user", "content": bridge}, tail)

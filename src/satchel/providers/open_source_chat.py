@@ -14,20 +14,16 @@ from typing import Any
 
 import openai
 
-from satchel.providers.chat_adapter import ChatCompletionsAdapter
-from satchel.providers.chat_wire import REASONING_FIELDS, ChatReply, call_chat
-from satchel.providers.unwinding import rebuilt, unwind_latest
+from satchel.providers.chat_summary import ChatSummaries
+from satchel.providers.chat_wire import REASONING_FIELDS, ChatReply
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
     InvalidResponseError,
-    RuntimeState,
-    SummaryReply,
-    UnwoundTurn,
 )
 
 
-class OpenSourceChatAdapter(ChatCompletionsAdapter):
+class OpenSourceChatAdapter(ChatSummaries):
     """Exact reasoning replay for open-weight models behind Chat Completions."""
 
     descriptor = AdapterDescriptor(
@@ -69,27 +65,3 @@ class OpenSourceChatAdapter(ChatCompletionsAdapter):
             )
         text, _ = super().accept_reply(reply)
         return text, values.pop() if values else None
-
-    def native_items(self, state: RuntimeState) -> int:
-        return len(state.payload["messages"])
-
-    def summarize(self, state: RuntimeState, prompt: str) -> SummaryReply:
-        payload = state.payload
-        messages = [*payload["preamble"], *payload["messages"], {"role": "user", "content": prompt}]
-        body: dict[str, Any] = {**self.request, "messages": messages}
-        if self.summary_max_tokens is not None:
-            key = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
-            body[key] = self.summary_max_tokens
-        reply = call_chat(self.client, body)
-        if reply.usage is None:
-            raise InvalidResponseError("the summary answer reported no usage")
-        complete = reply.finish_reason == "stop" and not reply.tool_calls and not reply.refusal
-        return SummaryReply(reply.text.strip(), reply.usage, complete and bool(reply.text.strip()))
-
-    def unwind_latest_turn(self, state: RuntimeState) -> tuple[RuntimeState, UnwoundTurn]:
-        return unwind_latest(state, "messages")
-
-    def rebuild(
-        self, state: RuntimeState, bridge: str, tail: Sequence[UnwoundTurn]
-    ) -> RuntimeState:
-        return rebuilt(state, "messages", {"role": "user", "content": bridge}, tail)
