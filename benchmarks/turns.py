@@ -77,6 +77,7 @@ from rich.table import Table
 
 from _messages_wire import MessagesServer
 from satchel.providers import Profile, build_adapter, example_profiles, parse_profiles
+from satchel.providers.deepseek_chat import ANSWER_TOOL, TOOL_RESULT
 from satchel.providers.openai_sdk import sdk_arguments
 from satchel.turns import Message, ModelResponse, Session
 
@@ -86,6 +87,7 @@ OPEN_SOURCE_ID = "open_source.chat_completions.v1"
 OPENAI_RESPONSES_ID = "openai.responses.v1"
 XAI_RESPONSES_ID = "xai.responses.v1"
 ANTHROPIC_ID = "anthropic.messages.v1"
+DEEPSEEK_ID = "deepseek.chat_completions.v1"
 RESPONSES_IDS = frozenset({OPENAI_RESPONSES_ID, XAI_RESPONSES_ID})
 # The example profile each adapter's rows run (the benchmark edits its own copy).
 PROFILE_IDS = {
@@ -94,6 +96,7 @@ PROFILE_IDS = {
     OPENAI_RESPONSES_ID: "gpt-5.6-sol-responses-continuous",
     XAI_RESPONSES_ID: "grok-4.6-xai-responses-native",
     ANTHROPIC_ID: "claude-opus-5-messages-native",
+    DEEPSEEK_ID: "deepseek-thinking-continuous",
 }
 # The adapters whose example profile compacts natively; the benchmark's copy does not.
 NATIVE_COMPACTION_IDS = frozenset({XAI_RESPONSES_ID, ANTHROPIC_ID})
@@ -102,6 +105,7 @@ ENV = {
     "OPEN_WEIGHT_API_KEY": "bench",
     "XAI_API_KEY": "xai-bench",
     "ANTHROPIC_API_KEY": "sk-ant-bench",
+    "DEEPSEEK_API_KEY": "ds-bench",
 }
 HELD_LIMIT_TOKENS = 50_000_000
 TRIM_LIMIT_TOKENS = 20_000
@@ -190,27 +194,42 @@ class WireServer:
     digest is appended to it (the warm-up round uses this to compare the two loops).
     """
 
-    def __init__(self, *, model: str, reasoning: str | None, stream: bool) -> None:
+    def __init__(
+        self, *, model: str, reasoning: str | None, stream: bool, tool: bool = False
+    ) -> None:
         self.stream = stream
         self.digests: list[bytes] | None = None
         self.json_headers = [("content-type", "application/json"), ("x-request-id", "req_b")]
         self.sse_headers = [("content-type", "text/event-stream"), ("x-request-id", "req_b")]
-        message: dict[str, Any] = {"role": "assistant", "content": ANSWER, "refusal": None}
+        content = "" if tool else ANSWER
+        finish = "tool_calls" if tool else "stop"
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
         if reasoning is not None:
             message["reasoning_content"] = reasoning
+        if tool:
+            message["tool_calls"] = [ANSWER_CALL]
         completion = {
             "id": "chatcmpl-bench",
             "object": "chat.completion",
             "created": 1_780_000_000,
             "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": USAGE,
         }
         self.body = json.dumps(completion).encode()
         deltas: list[tuple[dict[str, Any], str | None]] = [({"role": "assistant"}, None)]
         deltas += [({"reasoning_content": p}, None) for p in pieces(reasoning or "")]
-        deltas += [({"content": p}, None) for p in pieces(ANSWER)]
-        deltas.append(({}, "stop"))
+        if tool:
+            function = ANSWER_CALL["function"]
+            opening = {**ANSWER_CALL, "index": 0, "function": {"name": function["name"]}}
+            deltas.append(({"tool_calls": [opening]}, None))
+            deltas += [
+                ({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}, None)
+                for p in pieces(function["arguments"])
+            ]
+        else:
+            deltas += [({"content": p}, None) for p in pieces(ANSWER)]
+        deltas.append(({}, finish))
         events = [
             {
                 "id": "chatcmpl-bench",
@@ -240,6 +259,16 @@ class WireServer:
         if self.stream:
             return httpx.Response(200, headers=self.sse_headers, stream=_Replay(self.chunks))
         return httpx.Response(200, headers=self.json_headers, content=self.body)
+
+
+ANSWER_CALL: dict[str, Any] = {
+    "id": "call_bench",
+    "type": "function",
+    "function": {
+        "name": ANSWER_TOOL["function"]["name"],
+        "arguments": json.dumps({"answer": ANSWER}),
+    },
+}
 
 
 RESPONSES_USAGE = {
@@ -526,6 +555,84 @@ def bare_conversation(
     return run
 
 
+def bare_tool_conversation(
+    profile: Profile, http: httpx.Client, *, shortcut: bool = False
+) -> Conversation:
+    """The DeepSeek loop by hand: the answer tool on every request, each answer's reasoning
+    and call replayed with the call's result."""
+    client = bare_client(profile, http)
+    settings = dict(profile.request)
+    stream = bool(settings.pop("stream", False))
+    if stream:
+        settings["stream_options"] = {"include_usage": True}
+    settings["tools"] = [ANSWER_TOOL]
+    system = system_prompt()
+
+    def create(messages: list[Any], **more: Any) -> Any:
+        body = {"messages": messages, **settings, **more}
+        return client.chat.completions.create(
+            **(sdk_arguments(body, "messages") if shortcut else body)
+        )
+
+    def ask(messages: list[Any]) -> tuple[str, str, dict[str, Any], int]:
+        if not stream:
+            completion = create(messages, stream=False)
+            message = completion.choices[0].message
+            assert completion.usage is not None and message.tool_calls
+            call = message.tool_calls[0]
+            native = {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.function.name, "arguments": call.function.arguments},
+            }
+            reasoning = (message.model_extra or {})["reasoning_content"]
+            return message.content or "", reasoning, native, completion.usage.total_tokens
+        text: list[str] = []
+        thought: list[str] = []
+        arguments: list[str] = []
+        call_id = name = ""
+        used = 0
+        for chunk in create(messages, stream=True):
+            if chunk.usage is not None:
+                used = chunk.usage.total_tokens
+            for choice in chunk.choices:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                if delta.model_extra and (piece := delta.model_extra.get("reasoning_content")):
+                    thought.append(piece)
+                for call in delta.tool_calls or []:
+                    call_id = call.id or call_id
+                    if call.function is not None:
+                        name = call.function.name or name
+                        arguments.append(call.function.arguments or "")
+        native = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": "".join(arguments)},
+        }
+        return "".join(text), "".join(thought), native, used
+
+    def run(turns: Sequence[Message]) -> Iterator[int]:
+        messages: list[Any] = [system]
+        for frame in turns:
+            messages.append(frame)
+            text, reasoning, call, used = ask(messages)
+            assert json.loads(call["function"]["arguments"])["answer"]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": text,
+                    "reasoning_content": reasoning,
+                    "tool_calls": [call],
+                }
+            )
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": TOOL_RESULT})
+            yield used
+
+    return run
+
+
 def bare_responses_conversation(
     profile: Profile, http: httpx.Client, *, shortcut: bool = False
 ) -> Conversation:
@@ -779,6 +886,14 @@ def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
         bare = bare_messages_conversation(profile, clients[1])
         shortcut = bare_messages_conversation(profile, clients[2], shortcut=True)
         rewind = messages.rewind
+    elif case.adapter_id == DEEPSEEK_ID:
+        server = WireServer(model=model, reasoning=reasoning_text(), stream=case.stream, tool=True)
+        http = httpx.Client(transport=httpx.MockTransport(server.handle))
+        clients = [http]
+        satchel = satchel_conversation(profile, http)
+        bare = bare_tool_conversation(profile, http)
+        shortcut = bare_tool_conversation(profile, http, shortcut=True)
+        rewind = _nothing
     else:
         replay = "reasoning_content" if case.adapter_id == OPEN_SOURCE_ID else None
         reasoning = reasoning_text() if replay else None
@@ -832,6 +947,8 @@ CASES = (
     Case(XAI_RESPONSES_ID, stream=False),
     Case(ANTHROPIC_ID, stream=True),
     Case(ANTHROPIC_ID, stream=False),
+    Case(DEEPSEEK_ID, stream=True),
+    Case(DEEPSEEK_ID, stream=False),
     Case(OPENAI_ID, stream=True, trim=True),
 )
 
@@ -888,15 +1005,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=200, help="turns per conversation")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs per loop (median)")
+    parser.add_argument(
+        "--adapter", action="append", choices=sorted(PROFILE_IDS), help="only its rows (repeat)"
+    )
     args = parser.parse_args(argv)
     if args.turns < 1 or args.repeat < 1:
         parser.error("--turns and --repeat must be at least 1")
+    cases = [case for case in CASES if not args.adapter or case.adapter_id in args.adapter]
     turns = frames(args.turns)
     progress = Console(stderr=True)
     rows: list[Row] = []
-    for number, case in enumerate(CASES, 1):
+    for number, case in enumerate(cases, 1):
         progress.print(
-            f"[{number}/{len(CASES)}] {case.adapter_id}, {case.mode}: "
+            f"[{number}/{len(cases)}] {case.adapter_id}, {case.mode}: "
             f"{args.repeat} x {args.turns} turns per loop",
             markup=False,
             highlight=False,
