@@ -7,7 +7,9 @@ precomputed bytes behind `httpx.MockTransport` (`httpx2.MockTransport` for the `
 
 * `Session.turn` with the adapter the example profile builds (`openai.chat_completions.v1` with
   `manual_rolling`; `open_source.chat_completions.v1`, `openai.responses.v1`,
-  `xai.responses.v1` and `anthropic.messages.v1` with `continuous_conversation`),
+  `xai.responses.v1`, `anthropic.messages.v1` and `deepseek.chat_completions.v1` with
+  `continuous_conversation`; each DeepSeek answer is one call to its answer tool, replayed with
+  its reasoning and the call's result),
 * a hand-written loop calling the SDK with the same growing conversation and reading the answer,
   reasoning and usage the same way: for Chat Completions, `client.chat.completions.create` with
   the message list (replaying `reasoning_content` for the open-weight adapter, dropping the same
@@ -47,7 +49,8 @@ this process. A row reports the median of `--repeat` runs: ms per turn for each 
 overhead ratio satchel / bare and the ratio to the loop that sends as satchel does (medians of
 the paired runs). The goal is at most 1.3x for every adapter. The last line printed is one JSON
 object whose `overhead_ratio` is the worst ratio of the held-window rows (`per_adapter`: each
-adapter's worst), followed by every row's figures.
+adapter's worst), followed by every row's figures. `--adapter ID` (repeatable) runs only those
+adapters' rows.
 """
 
 from __future__ import annotations

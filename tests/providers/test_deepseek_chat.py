@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from provider_kit import DEEPSEEK, action, adapter, profile, run_once, sent, system, user
 
-from chatwire import Answer, ChatServer, Failure
+from chatwire import (
+    DEEPSEEK_MODEL,
+    Answer,
+    Call,
+    Called,
+    ChatServer,
+    DeepSeekServer,
+    Failure,
+    answer,
+)
 from satchel.providers.deepseek_chat import (
     ANSWER_TOOL,
     ANSWER_TOOL_NAME,
@@ -39,19 +46,9 @@ from satchel.turns import (
 )
 
 STREAM = pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
-MODEL = "deepseek-chat"
 PREAMBLE = system("You play the game. Answer with one ACTION.")
 PENDING = user("GAME_OVER: the level restarts")
 THINKING = {"type": "enabled"}
-USAGE = {
-    "prompt_tokens": 100,
-    "completion_tokens": 20,
-    "total_tokens": 120,
-    "prompt_tokens_details": {"cached_tokens": 64},
-    "prompt_cache_hit_tokens": 64,
-    "prompt_cache_miss_tokens": 36,
-    "completion_tokens_details": {"reasoning_tokens": 12},
-}
 BILLED = Usage(
     input_tokens=100,
     output_tokens=20,
@@ -62,118 +59,6 @@ BILLED = Usage(
 )
 
 
-@dataclass
-class Call:
-    """One tool call; `later_id` is the id repeated on the argument deltas of a stream."""
-
-    id: str | None = "call_00_1"
-    name: str = ANSWER_TOOL_NAME
-    arguments: str = '{"answer": "ACTION1"}'
-    later_id: str | None = None
-
-
-@dataclass
-class Called:
-    """A thinking-mode answer: reasoning, optional content, then tool calls."""
-
-    calls: tuple[Call, ...] = (Call(),)
-    reasoning: str | None = "thinking"
-    content: str | None = ""
-    finish_reason: str | None = "tool_calls"
-    usage: dict[str, Any] | None = field(default_factory=lambda: dict(USAGE))
-
-
-def answer(text: str, reasoning: str | None = "thinking", call_id: str = "call_00_1") -> Called:
-    """A good answer: one call to the answer tool with `text`."""
-    return Called((Call(call_id, arguments=json.dumps({"answer": text})),), reasoning)
-
-
-def _pieces(text: str, size: int = 5) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-class DeepSeekServer(ChatServer):
-    """`ChatServer` that also serves `Called` answers in DeepSeek's wire shapes."""
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        if not self.script or not isinstance(self.script[0], Called):
-            return super().handle(request)
-        body = json.loads(request.content)
-        self.requests.append(body)
-        self.headers.append(request.headers)
-        reply = self.script.popleft()
-        assert isinstance(reply, Called)
-        rid = f"chatcmpl-ds-{len(self.requests)}"
-        if body.get("stream"):
-            include = (body.get("stream_options") or {}).get("include_usage", False)
-            events = b"".join(
-                f"data: {json.dumps(chunk)}\n\n".encode() for chunk in _chunks(reply, rid, include)
-            )
-            return httpx.Response(
-                200,
-                content=events + b"data: [DONE]\n\n",
-                headers={"content-type": "text/event-stream", "x-request-id": f"req_{rid}"},
-            )
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-        if reply.reasoning is not None:
-            message["reasoning_content"] = reply.reasoning
-        if reply.calls:
-            message["tool_calls"] = [_native(call) for call in reply.calls]
-        completion: dict[str, Any] = {
-            "id": rid,
-            "object": "chat.completion",
-            "created": 1_780_000_000,
-            "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-        }
-        if reply.usage is not None:
-            completion["usage"] = reply.usage
-        return httpx.Response(200, json=completion, headers={"x-request-id": f"req_{rid}"})
-
-
-def _native(call: Call) -> dict[str, Any]:
-    native: dict[str, Any] = {"id": call.id} if call.id is not None else {}
-    native.update(type="function", function={"name": call.name, "arguments": call.arguments})
-    return native
-
-
-def _chunks(reply: Called, rid: str, include_usage: bool) -> Iterator[dict[str, Any]]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": rid,
-            "object": "chat.completion.chunk",
-            "created": 1_780_000_000,
-            "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-
-    first: dict[str, Any] = {"role": "assistant", "content": None}
-    if reply.reasoning is not None:
-        first["reasoning_content"] = ""
-    yield chunk(first)
-    for piece in _pieces(reply.reasoning or ""):
-        if reply.reasoning is not None:
-            yield chunk({"content": None, "reasoning_content": piece})
-    for piece in _pieces(reply.content or ""):
-        if piece:
-            yield chunk({"content": piece})
-    for index, call in enumerate(reply.calls):
-        opening: dict[str, Any] = {"index": index, "type": "function"}
-        if call.id is not None:
-            opening["id"] = call.id
-        opening["function"] = {"name": call.name, "arguments": ""}
-        yield chunk({"tool_calls": [opening]})
-        for piece in _pieces(call.arguments, 4):
-            delta: dict[str, Any] = {"index": index, "function": {"arguments": piece}}
-            if call.later_id is not None:
-                delta["id"] = call.later_id
-            yield chunk({"tool_calls": [delta]})
-    last = chunk({"content": "", "reasoning_content": None}, reply.finish_reason)
-    if include_usage and reply.usage is not None:
-        last["usage"] = reply.usage
-    yield last
-
-
 def deepseek(server: ChatServer, *, stream: bool = True, **request: Any) -> DeepSeekChatAdapter:
     client = openai.OpenAI(
         api_key="sk-test-key",
@@ -181,7 +66,12 @@ def deepseek(server: ChatServer, *, stream: bool = True, **request: Any) -> Deep
         http_client=server.client(),
         max_retries=0,
     )
-    body = {"model": MODEL, "max_tokens": 32768, **({"stream": True} if stream else {}), **request}
+    body = {
+        "model": DEEPSEEK_MODEL,
+        "max_tokens": 32768,
+        **({"stream": True} if stream else {}),
+        **request,
+    }
     return DeepSeekChatAdapter(client, body, summary_max_tokens=4000)
 
 

@@ -10,7 +10,8 @@ import openai
 from chatwire import ChatServer
 from satchel.compaction import SUMMARY_PROMPT, HarnessSummaryCompactor, HarnessSummaryPolicy
 from satchel.providers import OpenAIChatAdapter, OpenSourceChatAdapter
-from satchel.turns import InvalidAnswer, Message, ModelResponse
+from satchel.providers.deepseek_chat import DeepSeekChatAdapter
+from satchel.turns import InvalidAnswer, Message, ModelResponse, SummaryCompactionAdapter
 
 
 def client(server: ChatServer, api_key: str = "sk-test") -> openai.OpenAI:
@@ -44,8 +45,23 @@ def open_source_adapter(
     )
 
 
+def deepseek_adapter(
+    server: ChatServer,
+    *,
+    stream: bool = False,
+    summary_max_tokens: int | None = None,
+    **request: Any,
+) -> DeepSeekChatAdapter:
+    """DeepSeek thinking mode; serve its answers with `chatwire.DeepSeekServer`."""
+    return DeepSeekChatAdapter(
+        client(server),
+        {"model": "deepseek-test", "stream": stream, **request},
+        summary_max_tokens=summary_max_tokens,
+    )
+
+
 def compactor(
-    adapter: OpenSourceChatAdapter,
+    adapter: SummaryCompactionAdapter,
     *,
     trigger_tokens: int = 10**6,
     max_attempts: int = 3,

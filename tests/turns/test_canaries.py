@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 from datetime import UTC, datetime
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chatwire import Answer, ChatServer, Failure
+from chatwire import Answer, Call, Called, ChatServer, DeepSeekServer, Failure
 from satchel.providers import build_adapter, parse_profiles
 from satchel.turns import RecordsWriter, RetryPolicy, Session, TurnFailed, redact
 from turns.kit import Sleeps, compactor, parse_action, system, user
@@ -26,6 +27,8 @@ CANARIES = (API_KEY, AUTH_HEADER, BODY_KEY, ACCESS_TOKEN, ENCRYPTED, SIGNATURE, 
 KEY_ENV = "SATCHEL_CANARY_KEY"
 
 OPAQUE = {"encrypted_content": ENCRYPTED, "signature": SIGNATURE}
+DEEPSEEK = "deepseek.chat_completions.v1"
+SUMMARIZING = ("open_source.chat_completions.v1", DEEPSEEK)
 
 
 def profile(adapter_id: str, stream: bool) -> Any:
@@ -57,13 +60,21 @@ def secret_answer(text: str, **extra: Any) -> Answer:
     return Answer(text, reasoning=f"thinking about {text}", message_extra=dict(OPAQUE), **extra)
 
 
+def secret_call(text: str, **extra: Any) -> Called:
+    """`secret_answer` for DeepSeek: the same reasoning and opaque fields, the text as the
+    answer tool's arguments."""
+    call = Call("call_canary", arguments=json.dumps({"answer": text}))
+    return Called((call,), f"thinking about {text}", message_extra=dict(OPAQUE), **extra)
+
+
 def run_session(adapter_id: str, stream: bool, run_dir: Path) -> list[BaseException]:
-    server = ChatServer()
+    server = DeepSeekServer() if adapter_id == DEEPSEEK else ChatServer()
+    action = secret_call if adapter_id == DEEPSEEK else secret_answer
     adapter = build_adapter(
         profile(adapter_id, stream), http_client=server.client(), env={KEY_ENV: API_KEY}
     )
     summary = None
-    if adapter_id == "open_source.chat_completions.v1":
+    if adapter_id in SUMMARIZING:
         summary = compactor(adapter)  # type: ignore[arg-type]
     session = Session(
         adapter,
@@ -74,8 +85,8 @@ def run_session(adapter_id: str, stream: bool, run_dir: Path) -> list[BaseExcept
     )
     server.push(
         Failure(500, message=ERROR_TEXT, type="server_error"),
-        secret_answer("no action here"),
-        secret_answer("ACT one"),
+        action("no action here"),
+        action("ACT one"),
     )
     session.turn([system("rules"), user("frame 1")], parse_action)
     if summary is not None:
@@ -85,8 +96,8 @@ def run_session(adapter_id: str, stream: bool, run_dir: Path) -> list[BaseExcept
         )
     else:
         server.push(Failure(429, message=ERROR_TEXT, type="rate_limit_error"))
-    interrupted = secret_answer("ACT two", interrupt_after=3) if stream else secret_answer("")
-    server.push(interrupted, secret_answer("ACT two"))
+    interrupted = action("ACT two", interrupt_after=3) if stream else action("")
+    server.push(interrupted, action("ACT two"))
     session.turn([user("frame 2")], parse_action)
 
     raised: list[BaseException] = []
@@ -118,7 +129,7 @@ def assert_clean(text: str, where: str = "") -> None:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize(
-    "adapter_id", ["openai.chat_completions.v1", "open_source.chat_completions.v1"]
+    "adapter_id", ["openai.chat_completions.v1", "open_source.chat_completions.v1", DEEPSEEK]
 )
 def test_no_canary_in_records_logs_or_errors(
     adapter_id: str, stream: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -131,7 +142,7 @@ def test_no_canary_in_records_logs_or_errors(
     files = sorted(path for path in tmp_path.rglob("*") if path.is_file())
     names = {path.name for path in files}
     assert {"step_001.json", "step_002.json", "run_meta.json"} <= names
-    if adapter_id.startswith("open_source"):
+    if adapter_id in SUMMARIZING:
         assert "compaction_001.json" in names
     for path in files:
         assert_clean(path.read_text(encoding="utf-8", errors="replace"), str(path))

@@ -1,7 +1,9 @@
 """Property: whatever happens to attempts, only accepted turns shape state, requests and usage.
 
 A reference model replays the accepted turns' inputs, buffered inputs and answers (and, after a
-compaction, the rebuilt shape) and predicts every request the scripted server must receive.
+compaction, the rebuilt shape) and predicts every request the scripted server must receive. For
+DeepSeek an answer is one call to the owned answer tool, replayed with its reasoning and followed by
+the fixed tool result; every action request carries the tool and thinking mode, summaries no tool.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatwire import Answer, ChatServer, Failure
+from chatwire import Answer, Call, Called, ChatServer, DeepSeekServer, Failure, deepseek_usage
 from satchel.compaction import BRIDGE_TEMPLATE, SUMMARY_PROMPT
+from satchel.providers.deepseek_chat import ANSWER_TOOL, ANSWER_TOOL_NAME, TOOL_RESULT
 from satchel.turns import AcceptedTurn, Message, RetryPolicy, Session, TurnFailed, Usage
 from turns.kit import (
     Sleeps,
     compactor,
+    deepseek_adapter,
     dumped,
     is_summary,
     open_source_adapter,
@@ -68,6 +72,9 @@ KINDS = {
     "fatal": "provider_error",
 }
 REPLAYS = (("reasoning_content",), ("reasoning",), ("reasoning_content", "reasoning"))
+THINKING = {"type": "enabled"}
+ABSENT = object()  # an expected request key that must not be sent
+Reply = Answer | Called | Failure | None
 
 
 def failure_kind(outcome: str, stream: bool) -> str:
@@ -91,7 +98,7 @@ class OutcomeServer(ChatServer):
         super().__init__()
         self.actions: deque[str] = deque()
         self.summaries: deque[str] = deque()
-        self.served: list[tuple[str, str, Answer | Failure | None]] = []
+        self.served: list[tuple[str, str, Reply]] = []
         self.reported = Usage()
         self.turn_usage: dict[str, Usage] = {}
         self.leaks: list[tuple[int, str]] = []
@@ -110,20 +117,14 @@ class OutcomeServer(ChatServer):
         if reply is None:
             self.requests.append(body)
             raise httpx.ConnectError("connection dropped")
-        if isinstance(reply, Answer) and (reply.interrupt_after is None or not body.get("stream")):
-            usage = Usage.from_counts(
-                input_tokens=reply.prompt_tokens,
-                output_tokens=reply.completion_tokens,
-                reasoning_tokens=reply.reasoning_tokens,
-                cache_read_tokens=reply.cached_tokens,
-            )
+        usage = reported_usage(reply, stream=bool(body.get("stream")))
+        if usage is not None:
             self.reported = self.reported + usage
             self.turn_usage[kind] = self.turn_usage.get(kind, Usage()) + usage
         self.script.appendleft(reply)
         return super().handle(request)
 
-    @staticmethod
-    def reply(kind: str, outcome: str, n: int, *, stream: bool) -> Answer | Failure | None:
+    def reply(self, kind: str, outcome: str, n: int, *, stream: bool) -> Reply:
         marker = f"LEAK{n:05d}Z"
         counts: dict[str, Any] = {
             "prompt_tokens": 1000 + 37 * n,
@@ -131,6 +132,10 @@ class OutcomeServer(ChatServer):
             "cached_tokens": n,
             "reasoning_tokens": n % 5,
         }
+        if kind == "action" and self.deepseek:
+            called = deepseek_reply(outcome, n, marker, stream=stream)
+            if called is not None or outcome == "interrupted":
+                return called
         if outcome == "valid":
             return Answer(f"ACT {n}", reasoning=None if n % 4 == 0 else f"thought {n}", **counts)
         if outcome == "ok":
@@ -158,6 +163,67 @@ class OutcomeServer(ChatServer):
         }
         return failures.get(outcome, Failure(500, message="no outcome left", type="overrun"))
 
+    deepseek = False
+
+
+class DeepSeekOutcomeServer(OutcomeServer, DeepSeekServer):
+    """`OutcomeServer` whose action answers are DeepSeek answer-tool calls; summaries stay text."""
+
+    deepseek = True
+
+
+def reported_usage(reply: Reply, *, stream: bool) -> Usage | None:
+    """The usage the server reports with `reply`: none for a failure or a dropped stream."""
+    if isinstance(reply, Answer) and (reply.interrupt_after is None or not stream):
+        return Usage.from_counts(
+            input_tokens=reply.prompt_tokens,
+            output_tokens=reply.completion_tokens,
+            reasoning_tokens=reply.reasoning_tokens,
+            cache_read_tokens=reply.cached_tokens,
+        )
+    if isinstance(reply, Called) and reply.usage and (reply.interrupt_after is None or not stream):
+        counts = reply.usage
+        return Usage.from_counts(
+            input_tokens=counts["prompt_tokens"],
+            output_tokens=counts["completion_tokens"],
+            total_tokens=counts["total_tokens"],
+            reasoning_tokens=counts["completion_tokens_details"]["reasoning_tokens"],
+            cache_read_tokens=counts["prompt_cache_hit_tokens"],
+        )
+    return None
+
+
+def deepseek_reply(outcome: str, n: int, marker: str, *, stream: bool) -> Called | None:
+    """The DeepSeek action answer for `outcome`, or None where it is not an answer."""
+    usage = deepseek_usage(1000 + 37 * n, 7 + 3 * n, cached=n, reasoning=n % 5)
+
+    def called(text: str, reasoning: str | None, **extra: Any) -> Called:
+        call = Call(f"call_{n:05d}", arguments=json.dumps({"answer": text}))
+        return Called((call,), reasoning, usage=usage, **extra)
+
+    if outcome == "valid":
+        return called(f"ACT {n}", None if n % 4 == 0 else f"thought {n}")
+    answers = {
+        "invalid": called(f"nonsense {marker}", f"bad {marker}"),
+        "empty": called(" ", marker),
+        "truncated": called(f"ACT {marker}", marker, finish_reason="length"),
+        "refusal": called(f"ACT {marker}", marker, finish_reason="content_filter"),
+    }
+    if outcome in answers:
+        return answers[outcome]
+    if outcome == "interrupted":
+        return called(f"ACT {marker}", marker, interrupt_after=2) if stream else None
+    return None
+
+
+def answered(reply: Answer | Called) -> str:
+    """The answer text the session hands to the parser."""
+    if isinstance(reply, Called):
+        text = json.loads(reply.calls[0].arguments)["answer"]
+        assert isinstance(text, str)
+        return text
+    return reply.text
+
 
 @dataclass
 class RefTurn:
@@ -170,6 +236,7 @@ class Reference:
     """The accepted conversation, built only from accepted turns and buffered inputs."""
 
     fields: tuple[str, ...]
+    deepseek: bool = False
     preamble: list[Message] = field(default_factory=list)
     bridge: Message | None = None
     turns: list[RefTurn] = field(default_factory=list)
@@ -186,18 +253,45 @@ class Reference:
     def summary_request(self, turns: list[RefTurn]) -> list[Message]:
         return [*self.preamble, *self.history(turns), user(SUMMARY_PROMPT)]
 
-    def commit(self, new: list[Message], reply: Answer) -> None:
+    def commit(self, new: list[Message], reply: Answer | Called) -> None:
         inputs = [*self.pending, *new]
         if not self.history() and not self.preamble:
             lead = 0
             while lead < len(inputs) and inputs[lead]["role"] == "system":
                 lead += 1
             self.preamble, inputs = inputs[:lead], inputs[lead:]
+        if isinstance(reply, Called):
+            self.turns.append(RefTurn([*inputs, *self.called(reply)], reply.reasoning))
+            self.pending = []
+            return
         answer: Message = {"role": "assistant", "content": reply.text}
         if reply.reasoning and self.fields:
             answer.update(dict.fromkeys(self.fields, reply.reasoning))
         self.turns.append(RefTurn([*inputs, answer], reply.reasoning))
         self.pending = []
+
+    @staticmethod
+    def called(reply: Called) -> list[Message]:
+        """An accepted DeepSeek answer as replayed: the call with its reasoning, then its result."""
+        (call,) = reply.calls
+        answer: Message = {"role": "assistant", "content": reply.content or ""}
+        if reply.reasoning is not None:
+            answer["reasoning_content"] = reply.reasoning
+        answer["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": ANSWER_TOOL_NAME, "arguments": call.arguments},
+            }
+        ]
+        return [answer, {"role": "tool", "tool_call_id": call.id, "content": TOOL_RESULT}]
+
+    def keys(self, kind: str) -> dict[str, Any]:
+        """The request keys besides `messages` each request must carry (or, ABSENT, leave out)."""
+        if not self.deepseek:
+            return {}
+        tools = [ANSWER_TOOL] if kind == "action" else ABSENT
+        return {"tools": tools, "tool_choice": ABSENT, "thinking": THINKING}
 
     def payload(self) -> dict[str, Any]:
         return {"preamble": self.preamble, "messages": self.history(), "pending": self.pending}
@@ -217,6 +311,9 @@ class Reference:
             if name in message:
                 out["reasoning"] = message[name]
                 break
+        for name in ("tool_calls", "tool_call_id"):
+            if name in message:
+                out[name] = message[name]
         return out
 
 
@@ -231,15 +328,26 @@ class Prediction:
     compacted: bool = False
 
 
-Served = Iterator[tuple[dict[str, Any], tuple[str, str, Answer | Failure | None]]]
+Served = Iterator[tuple[dict[str, Any], tuple[str, str, Reply]]]
 
 
-def expect(served: Served, kind: str, outcome: str, messages: list[Message]) -> Any:
+def expect(
+    served: Served,
+    kind: str,
+    outcome: str,
+    messages: list[Message],
+    keys: dict[str, Any] | None = None,
+) -> Any:
     entry = next(served, None)
     assert entry is not None, f"expected a {kind} request ({outcome}); none was made"
     body, (got_kind, got_outcome, reply) = entry
     assert (got_kind, got_outcome) == (kind, outcome)
     assert body["messages"] == messages
+    for key, value in (keys or {}).items():
+        if value is ABSENT:
+            assert key not in body, f"{key} sent in a {kind} request"
+        else:
+            assert body.get(key) == value, f"{key} of a {kind} request"
     return reply
 
 
@@ -267,10 +375,10 @@ def replay_turn(
         outcome = left.popleft()
         out.calls += 1
         counted += 1
-        reply = expect(served, "action", outcome, ref.request(new))
+        reply = expect(served, "action", outcome, ref.request(new), ref.keys("action"))
         if outcome == "valid":
             ref.commit(new, reply)
-            out.accepted = reply.text
+            out.accepted = answered(reply)
             return out
         kind = failure_kind(outcome, limits.stream)
         out.kinds.append(kind)
@@ -298,7 +406,9 @@ def replay_compaction(
         if not candidate:
             return False
         outcome = left.popleft() if left else "ok"
-        reply = expect(served, "summary", outcome, ref.summary_request(candidate))
+        reply = expect(
+            served, "summary", outcome, ref.summary_request(candidate), ref.keys("summary")
+        )
         if outcome == "overflow":
             tail.insert(0, candidate.pop())
             continue
@@ -362,7 +472,13 @@ def runs(draw: st.DrawFn, compacting: bool) -> Run:
     )
 
 
-CONFIGS = ("openai-rolling", "open-source", "open-source-compacting")
+CONFIGS = (
+    "openai-rolling",
+    "open-source",
+    "open-source-compacting",
+    "deepseek",
+    "deepseek-compacting",
+)
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -376,12 +492,16 @@ CONFIGS = ("openai-rolling", "open-source", "open-source-compacting")
 def test_only_accepted_turns_shape_state_requests_and_usage(
     config: str, data: st.DataObject
 ) -> None:
-    compacting = config == "open-source-compacting"
+    compacting = config.endswith("-compacting")
     run = data.draw(runs(compacting))
-    server = OutcomeServer()
+    deepseek = config.startswith("deepseek")
+    server = DeepSeekOutcomeServer() if deepseek else OutcomeServer()
     if config == "openai-rolling":
         adapter: Any = openai_adapter(server, stream=run.stream)
         fields: tuple[str, ...] = ()
+    elif deepseek:
+        adapter = deepseek_adapter(server, stream=run.stream)
+        fields = ("reasoning_content",)  # the one field DeepSeek replays; `run.replay` unused
     else:
         adapter = open_source_adapter(server, stream=run.stream, replay=run.replay)
         fields = run.replay
@@ -395,7 +515,7 @@ def test_only_accepted_turns_shape_state_requests_and_usage(
         sleep=sleeps,
     )
     limits = Limits(run.max_attempts, run.summary_attempts, compacting, run.stream)
-    ref = Reference(fields)
+    ref = Reference(fields, deepseek)
     accepted_usage = Usage()
     carried = Usage()  # an installed compaction of an abandoned turn: billed to the next one
     for index, step in enumerate(run.steps):
