@@ -42,6 +42,7 @@ def test_providers_json_has_the_descriptor_fields() -> None:
     assert {row["adapter_id"] for row in rows} == {
         "anthropic.messages.v1",
         "deepseek.chat_completions.v1",
+        "google.interactions.v1",
         "openai.chat_completions.v1",
         "open_source.chat_completions.v1",
         "openai.responses.v1",
@@ -60,6 +61,7 @@ def test_providers_json_has_the_descriptor_fields() -> None:
     listed = {row["adapter_id"]: row["example_profiles"] for row in rows}
     assert listed["anthropic.messages.v1"] == ["claude-opus-5-messages-native"]
     assert listed["deepseek.chat_completions.v1"] == ["deepseek-thinking-continuous"]
+    assert listed["google.interactions.v1"] == ["gemini-3.5-pro-interactions-continuous"]
     assert listed["xai.responses.v1"] == ["grok-4.6-xai-responses-native"]
 
 

@@ -38,12 +38,14 @@ CLAUDE = "claude-opus-5-messages-native"
 GLM = "glm-5.3-flash-continuous"
 QWEN = "qwen3.8-27b-continuous"
 DEEPSEEK = "deepseek-thinking-continuous"
+GEMINI = "gemini-3.5-pro-interactions-continuous"
 ENV = {
     "ANTHROPIC_API_KEY": "sk-ant-test-key",
     "OPENAI_API_KEY": "sk-test-key",
     "OPEN_WEIGHT_API_KEY": "ow-test-key",
     "XAI_API_KEY": "xai-test-key",
     "DEEPSEEK_API_KEY": "ds-test-key",
+    "GEMINI_API_KEY": "gm-test-key",
 }
 DELETE = object()
 

@@ -13,6 +13,7 @@ from provider_kit import (
     DELETE,
     ENV,
     EXAMPLES_FILE,
+    GEMINI,
     GLM,
     HANDLE,
     OPEN,
@@ -44,7 +45,7 @@ SECRET = "sk-proj-CANARYKEY0123456789abcdef"
 def test_the_example_profiles_load() -> None:
     profiles = example_profiles()
     assert sorted(profiles) == sorted(
-        [ROLLING, OPEN, GLM, QWEN, DEEPSEEK, RESPONSES, HANDLE, XAI, CLAUDE]
+        [ROLLING, OPEN, GLM, QWEN, DEEPSEEK, GEMINI, RESPONSES, HANDLE, XAI, CLAUDE]
     )
     assert load_profiles(EXAMPLES_FILE) == profiles
 
@@ -125,6 +126,14 @@ REFUSED = [
     (OPEN, {"runtime.reasoning_replay": ["reasoning_text"]}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": []}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": DELETE}, "runtime.reasoning_replay"),
+    (
+        GEMINI,
+        {"request.generation_config.max_output_tokens": 0},
+        "request.generation_config.max_output_tokens",
+    ),
+    (GEMINI, {"request.previous_interaction_id": "int_1"}, "request.previous_interaction_id"),
+    (GEMINI, {"request.background": True}, "request.background"),
+    (GEMINI, {"request.store": True}, "request.store"),
     (GLM, {"runtime.reasoning_replay": DELETE}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": ["reasoning", "reasoning"]}, "runtime.reasoning_replay"),
     (OPEN, {"runtime.reasoning_replay": "reasoning"}, "runtime.reasoning_replay"),
@@ -190,7 +199,7 @@ REFUSED = [
             "runtime.sdk": "google-genai",
             "runtime.api": "interactions",
         },
-        "runtime.api: google-genai/interactions needs the adapter google.interactions.v1",
+        "runtime.state: google.interactions.v1 supports continuous_conversation",
     ),
     (
         ROLLING,

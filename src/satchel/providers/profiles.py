@@ -59,6 +59,7 @@ SDK_APIS: dict[tuple[str, str], str] = {
     ("anthropic-python", "messages"): "anthropic.messages.v1",
     ("google-genai", "interactions"): "google.interactions.v1",
 }
+OUTPUT_LIMIT_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 # The older name of a strategy in public profiles.
 STATE_ALIASES = {"encrypted_replay": "continuous_conversation"}
 
@@ -134,12 +135,19 @@ class Profile(_Section):
 
     def output_limit(self) -> int | None:
         """The request's output limit; a present but non-positive value is refused."""
-        for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-            if key not in self.request:
+        config = self.request.get("generation_config")
+        places: list[tuple[Mapping[str, Any], str, str]] = [
+            (self.request, key, f"request.{key}") for key in OUTPUT_LIMIT_KEYS
+        ]
+        if isinstance(config, Mapping):  # Interactions: inside the generation config
+            key = "max_output_tokens"
+            places.append((config, key, f"request.generation_config.{key}"))
+        for settings, key, where in places:
+            if key not in settings:
                 continue
-            value = self.request[key]
+            value = settings[key]
             if type(value) is not int or value <= 0:
-                raise _FieldError(f"request.{key}", f"expected a positive integer, got {value!r}")
+                raise _FieldError(where, f"expected a positive integer, got {value!r}")
             return value
         return None
 

@@ -17,6 +17,13 @@ from satchel.providers.anthropic_messages import (
     check_anthropic_request,
 )
 from satchel.providers.deepseek_chat import DeepSeekChatAdapter
+from satchel.providers.google_interactions import (
+    DESCRIPTOR as GOOGLE_INTERACTIONS,
+)
+from satchel.providers.google_interactions import (
+    build_google_interactions,
+    check_google_request,
+)
 from satchel.providers.open_source_chat import OpenSourceChatAdapter
 from satchel.providers.openai_chat import OpenAIChatAdapter
 from satchel.providers.openai_responses import (
@@ -120,3 +127,4 @@ REGISTRY.register(
     XAIResponsesAdapter.descriptor, _xai_responses, XAIResponsesAdapter.validate_request
 )
 REGISTRY.register(ANTHROPIC_MESSAGES, _anthropic_messages, check_anthropic_request)
+REGISTRY.register(GOOGLE_INTERACTIONS, build_google_interactions, check_google_request)
