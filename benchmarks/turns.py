@@ -7,9 +7,12 @@ precomputed bytes behind `httpx.MockTransport` (`httpx2.MockTransport` for the `
 
 * `Session.turn` with the adapter the example profile builds (`openai.chat_completions.v1` with
   `manual_rolling`; `open_source.chat_completions.v1`, `openai.responses.v1`,
-  `xai.responses.v1`, `anthropic.messages.v1` and `deepseek.chat_completions.v1` with
-  `continuous_conversation`; each DeepSeek answer is one call to its answer tool, replayed with
-  its reasoning and the call's result),
+  `xai.responses.v1`, `anthropic.messages.v1`, `deepseek.chat_completions.v1` and
+  `google.interactions.v1` with `continuous_conversation`; each DeepSeek answer is one call to its
+  answer tool, replayed with its reasoning and the call's result; each Gemini answer a signed
+  thought step with its summary and the output step (`_interactions_wire.py`), compared between
+  the loops as JSON with sorted keys, since the SDK writes the steps it is given as parameters in
+  its own key order),
 * a hand-written loop calling the SDK with the same growing conversation and reading the answer,
   reasoning and usage the same way: for Chat Completions, `client.chat.completions.create` with
   the message list (replaying `reasoning_content` for the open-weight adapter, dropping the same
@@ -75,9 +78,12 @@ import anthropic
 import httpx
 import httpx2
 import openai
+from google import genai
+from google.genai import types as genai_types
 from rich.console import Console
 from rich.table import Table
 
+from _interactions_wire import InteractionsServer
 from _messages_wire import MessagesServer
 from satchel.providers import Profile, build_adapter, example_profiles, parse_profiles
 from satchel.providers.deepseek_chat import ANSWER_TOOL, TOOL_RESULT
@@ -91,6 +97,7 @@ OPENAI_RESPONSES_ID = "openai.responses.v1"
 XAI_RESPONSES_ID = "xai.responses.v1"
 ANTHROPIC_ID = "anthropic.messages.v1"
 DEEPSEEK_ID = "deepseek.chat_completions.v1"
+GOOGLE_ID = "google.interactions.v1"
 RESPONSES_IDS = frozenset({OPENAI_RESPONSES_ID, XAI_RESPONSES_ID})
 # The example profile each adapter's rows run (the benchmark edits its own copy).
 PROFILE_IDS = {
@@ -100,6 +107,7 @@ PROFILE_IDS = {
     XAI_RESPONSES_ID: "grok-4.6-xai-responses-native",
     ANTHROPIC_ID: "claude-opus-5-messages-native",
     DEEPSEEK_ID: "deepseek-thinking-continuous",
+    GOOGLE_ID: "gemini-3.5-pro-interactions-continuous",
 }
 # The adapters whose example profile compacts natively; the benchmark's copy does not.
 NATIVE_COMPACTION_IDS = frozenset({XAI_RESPONSES_ID, ANTHROPIC_ID})
@@ -109,6 +117,7 @@ ENV = {
     "XAI_API_KEY": "xai-bench",
     "ANTHROPIC_API_KEY": "sk-ant-bench",
     "DEEPSEEK_API_KEY": "ds-bench",
+    "GEMINI_API_KEY": "gm-bench",
 }
 HELD_LIMIT_TOKENS = 50_000_000
 TRIM_LIMIT_TOKENS = 20_000
@@ -682,6 +691,72 @@ def bare_responses_conversation(
     return run
 
 
+def bare_interactions_conversation(
+    profile: Profile, http: httpx.Client, *, shortcut: bool = False
+) -> Conversation:
+    """The Interactions loop by hand: the system instruction apart, its own `input` steps (each
+    user frame, then every step of each answer as the SDK gives it)."""
+    options = genai_types.HttpOptions(
+        base_url=profile.client.base_url,
+        httpx_client=http,
+        retry_options=genai_types.HttpRetryOptions(attempts=profile.client.max_retries + 1),
+    )
+    client = genai.Client(api_key=ENV[profile.client.api_key_env or ""], http_options=options)
+    settings = {**profile.request, "store": False}
+    stream = bool(settings.get("stream"))
+    system = system_prompt()["content"]
+
+    def create(steps: list[Any]) -> Any:
+        conversation = {"extra_body": {"input": steps}} if shortcut else {"input": steps}
+        return client.interactions.create(
+            **settings, **conversation, system_instruction=system, automatic_continuation=False
+        )
+
+    def ask(steps: list[Any]) -> tuple[str, list[dict[str, Any]], int]:
+        if not stream:
+            answered = create(steps).to_dict(mode="json", warnings=False)
+            output = answered["steps"]
+            text = "".join(
+                p["text"] for s in output if s["type"] == "model_output" for p in s["content"]
+            )
+            return text, output, answered["usage"]["total_tokens"]
+        built: dict[int, dict[str, Any]] = {}
+        used = 0
+        for event in create(steps):
+            kind = event.event_type
+            if kind == "step.start":
+                built[event.index] = event.step.to_dict(mode="json", warnings=False)
+            elif kind == "step.delta":
+                step, delta = built[event.index], event.delta
+                if delta.type == "thought_summary":
+                    parts = step.setdefault("summary", [{"type": "text", "text": ""}])
+                    parts[-1]["text"] += delta.content.text
+                elif delta.type == "thought_signature":
+                    step["signature"] = delta.signature
+                elif delta.type == "text":
+                    parts = step.setdefault("content", [{"type": "text", "text": ""}])
+                    parts[-1]["text"] += delta.text
+            elif kind == "interaction.completed":
+                used = event.interaction.usage.total_tokens
+        output = [built[index] for index in sorted(built)]
+        text = "".join(
+            p["text"] for s in output if s["type"] == "model_output" for p in s["content"]
+        )
+        return text, output, used
+
+    def run(turns: Sequence[Message]) -> Iterator[int]:
+        steps: list[Any] = []
+        for frame in turns:
+            steps.append(
+                {"type": "user_input", "content": [{"type": "text", "text": frame["content"]}]}
+            )
+            _text, output, used = ask(steps)
+            steps += output
+            yield used
+
+    return run
+
+
 def bare_messages_conversation(
     profile: Profile, http: httpx2.Client, *, shortcut: bool = False
 ) -> Conversation:
@@ -865,7 +940,7 @@ def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
     profile = profile_for(case)
     model = str(profile.request["model"])
     windows: list[BareWindow | None] = [None, None]
-    server: WireServer | ResponsesServer | MessagesServer
+    server: WireServer | ResponsesServer | MessagesServer | InteractionsServer
     clients: list[httpx.Client] | list[httpx2.Client]
     if case.server == "responses":
         server = responses = ResponsesServer(model=model, turns=len(turns), stream=case.stream)
@@ -889,6 +964,15 @@ def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
         bare = bare_messages_conversation(profile, clients[1])
         shortcut = bare_messages_conversation(profile, clients[2], shortcut=True)
         rewind = messages.rewind
+    elif case.adapter_id == GOOGLE_ID:
+        server = interactions = InteractionsServer(
+            model=model, stream=case.stream, thought=reasoning_text(), answer=ANSWER, pieces=pieces
+        )
+        clients = [interactions.http]
+        satchel = satchel_conversation(profile, interactions.http)
+        bare = bare_interactions_conversation(profile, interactions.http)
+        shortcut = bare_interactions_conversation(profile, interactions.http, shortcut=True)
+        rewind = _nothing
     elif case.adapter_id == DEEPSEEK_ID:
         server = WireServer(model=model, reasoning=reasoning_text(), stream=case.stream, tool=True)
         http = httpx.Client(transport=httpx.MockTransport(server.handle))
@@ -952,6 +1036,8 @@ CASES = (
     Case(ANTHROPIC_ID, stream=False),
     Case(DEEPSEEK_ID, stream=True),
     Case(DEEPSEEK_ID, stream=False),
+    Case(GOOGLE_ID, stream=True),
+    Case(GOOGLE_ID, stream=False),
     Case(OPENAI_ID, stream=True, trim=True),
 )
 
