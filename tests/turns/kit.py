@@ -6,11 +6,15 @@ import json
 from typing import Any
 
 import openai
+from google import genai
+from google.genai import types as genai_types
 
 from chatwire import ChatServer
+from googlewire import InteractionsServer
 from satchel.compaction import SUMMARY_PROMPT, HarnessSummaryCompactor, HarnessSummaryPolicy
 from satchel.providers import OpenAIChatAdapter, OpenSourceChatAdapter
 from satchel.providers.deepseek_chat import DeepSeekChatAdapter
+from satchel.providers.google_interactions import GoogleInteractionsAdapter
 from satchel.turns import InvalidAnswer, Message, ModelResponse, SummaryCompactionAdapter
 
 
@@ -56,6 +60,34 @@ def deepseek_adapter(
     return DeepSeekChatAdapter(
         client(server),
         {"model": "deepseek-test", "stream": stream, **request},
+        summary_max_tokens=summary_max_tokens,
+    )
+
+
+def google_adapter(
+    server: InteractionsServer,
+    *,
+    stream: bool = False,
+    summary_max_tokens: int | None = None,
+    **request: Any,
+) -> GoogleInteractionsAdapter:
+    """Gemini Interactions through a real `google-genai` client on the scripted server, with
+    the SDK's retries off."""
+    options = genai_types.HttpOptions(
+        base_url="https://gemini.test",
+        retry_options=genai_types.HttpRetryOptions(attempts=1),
+        httpx_client=server.client(),
+    )
+    settings = {
+        "model": "gemini-test",
+        "stream": stream,
+        "store": False,
+        "generation_config": {"thinking_level": "high", "thinking_summaries": "auto"},
+        **request,
+    }
+    return GoogleInteractionsAdapter(
+        genai.Client(api_key="g-test-key", http_options=options),
+        settings,
         summary_max_tokens=summary_max_tokens,
     )
 

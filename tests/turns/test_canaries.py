@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import googlewire
 from chatwire import Answer, Call, Called, ChatServer, DeepSeekServer, Failure
 from satchel.providers import build_adapter, parse_profiles
 from satchel.turns import RecordsWriter, RetryPolicy, Session, TurnFailed, redact
@@ -28,7 +29,13 @@ KEY_ENV = "SATCHEL_CANARY_KEY"
 
 OPAQUE = {"encrypted_content": ENCRYPTED, "signature": SIGNATURE}
 DEEPSEEK = "deepseek.chat_completions.v1"
-SUMMARIZING = ("open_source.chat_completions.v1", DEEPSEEK)
+GOOGLE = "google.interactions.v1"
+SUMMARIZING = ("open_source.chat_completions.v1", DEEPSEEK, GOOGLE)
+ADAPTERS = ["openai.chat_completions.v1", "open_source.chat_completions.v1", DEEPSEEK, GOOGLE]
+# A logger each adapter's stack writes to, so the log check is known to have seen its lines. The
+# google-genai SDK's own debug lines are the request and response dumps the adapter drops, so
+# the transport's lines stand in for it.
+SDK_LOGGERS = {GOOGLE: "httpx"}
 
 
 def profile(adapter_id: str, stream: bool) -> Any:
@@ -39,7 +46,13 @@ def profile(adapter_id: str, stream: bool) -> Any:
         "extra_body": {"api_key": BODY_KEY, "auth": [{"Access_Token": ACCESS_TOKEN}]},
     }
     runtime: dict[str, Any] = {"adapter_id": adapter_id}
-    if adapter_id == "openai.chat_completions.v1":
+    if adapter_id == GOOGLE:
+        del request["max_tokens"]
+        request["store"] = False
+        request["generation_config"] = {"thinking_summaries": "auto", "max_output_tokens": 1000}
+        runtime["state"] = "continuous_conversation"
+        runtime["compaction"] = {"strategy": "harness_summary", "trigger_tokens": 100_000}
+    elif adapter_id == "openai.chat_completions.v1":
         runtime["state"] = "manual_rolling"
         request["extra_headers"] = {"Authorization": AUTH_HEADER}
     else:
@@ -67,9 +80,44 @@ def secret_call(text: str, **extra: Any) -> Called:
     return Called((call,), f"thinking about {text}", message_extra=dict(OPAQUE), **extra)
 
 
+def secret_interaction(text: str, **extra: Any) -> googlewire.Answer:
+    """`secret_answer` for Gemini Interactions: a thought with its summary and the canary
+    signature, an unknown opaque field beside it, then the text."""
+    return googlewire.Answer(
+        text,
+        thought=f"thinking about {text}",
+        signature=SIGNATURE,
+        step_extra={"encrypted_content": ENCRYPTED},
+        **extra,
+    )
+
+
+class Wire:
+    """One adapter's scripted server, answers and error replies, spelled the same way."""
+
+    def __init__(self, adapter_id: str) -> None:
+        self.google = adapter_id == GOOGLE
+        self.server: Any
+        if self.google:
+            self.server = googlewire.InteractionsServer()
+            self.action: Any = secret_interaction
+        else:
+            self.server = DeepSeekServer() if adapter_id == DEEPSEEK else ChatServer()
+            self.action = secret_call if adapter_id == DEEPSEEK else secret_answer
+        self.summary: Any = secret_interaction if self.google else secret_answer
+
+    def failure(
+        self, status: int, message: str = "the provider's own words", kind: str = ""
+    ) -> Any:
+        if self.google:
+            reasons = {401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}
+            return googlewire.Failure(status, message, reasons.get(status, "INVALID_ARGUMENT"))
+        return Failure(status, message=message, type=kind or None)
+
+
 def run_session(adapter_id: str, stream: bool, run_dir: Path) -> list[BaseException]:
-    server = DeepSeekServer() if adapter_id == DEEPSEEK else ChatServer()
-    action = secret_call if adapter_id == DEEPSEEK else secret_answer
+    wire = Wire(adapter_id)
+    server, action, failure = wire.server, wire.action, wire.failure
     adapter = build_adapter(
         profile(adapter_id, stream), http_client=server.client(), env={KEY_ENV: API_KEY}
     )
@@ -84,37 +132,45 @@ def run_session(adapter_id: str, stream: bool, run_dir: Path) -> list[BaseExcept
         sleep=Sleeps(),
     )
     server.push(
-        Failure(500, message=ERROR_TEXT, type="server_error"),
+        failure(500, ERROR_TEXT, "server_error"),
         action("no action here"),
         action("ACT one"),
     )
     session.turn([system("rules"), user("frame 1")], parse_action)
     if summary is not None:
         server.push(
-            Failure(400, message=f"maximum context length {ERROR_TEXT}"),
-            secret_answer("summary of the game"),
+            failure(400, f"maximum context length {ERROR_TEXT}"),
+            wire.summary("summary of the game"),
         )
     else:
-        server.push(Failure(429, message=ERROR_TEXT, type="rate_limit_error"))
+        server.push(failure(429, ERROR_TEXT, "rate_limit_error"))
     interrupted = action("ACT two", interrupt_after=3) if stream else action("")
     server.push(interrupted, action("ACT two"))
     session.turn([user("frame 2")], parse_action)
+    # A step whose request replays the accepted answer of the one before, past the compaction.
+    server.push(action("ACT three"))
+    session.turn([user("frame 3")], parse_action)
 
     raised: list[BaseException] = []
-    server.push(Failure(401, message=ERROR_TEXT, type="authentication_error"))
+    server.push(failure(401, ERROR_TEXT, "authentication_error"))
     with pytest.raises(TurnFailed) as failed:
-        session.turn([user("frame 3")], parse_action)
-    raised.append(failed.value)
-    server.push(Failure(400, message=f"context window exceeded {ERROR_TEXT}"), Failure(401))
-    with pytest.raises(TurnFailed) as overflowed:
         session.turn([user("frame 4")], parse_action)
+    raised.append(failed.value)
+    server.push(failure(400, f"context window exceeded {ERROR_TEXT}"), failure(401))
+    with pytest.raises(TurnFailed) as overflowed:
+        session.turn([user("frame 5")], parse_action)
     raised.append(overflowed.value)
     meta = session.finish("LOSS", run_id="run-canary", started_at=datetime.now(UTC))
-    assert session.steps == 2
+    assert session.steps == 3
     assert_clean(repr(meta))
 
     sent = [str(body) for body in server.requests]
     assert any(BODY_KEY in body and ACCESS_TOKEN in body for body in sent)
+    if wire.google:
+        assert {headers.get("x-goog-api-key") for headers in server.headers} == {API_KEY}
+        replayed = [body for body in sent if SIGNATURE in body and ENCRYPTED in body]
+        assert replayed, "the thoughts were never replayed with their opaque fields"
+        return raised
     auth = {headers.get("authorization") for headers in server.headers}
     assert auth == (
         {AUTH_HEADER} if "extra_headers" in adapter.settings() else {f"Bearer {API_KEY}"}
@@ -128,26 +184,31 @@ def assert_clean(text: str, where: str = "") -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-@pytest.mark.parametrize(
-    "adapter_id", ["openai.chat_completions.v1", "open_source.chat_completions.v1", DEEPSEEK]
-)
+@pytest.mark.parametrize("adapter_id", ADAPTERS)
 def test_no_canary_in_records_logs_or_errors(
-    adapter_id: str, stream: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    adapter_id: str,
+    stream: bool,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The google-genai SDK logs its requests and responses, headers and bodies, only when asked.
+    monkeypatch.setenv("GOOGLE_GENAI_DEBUG", "1")
     caplog.set_level(logging.DEBUG)
-    for name in ("openai", "httpx", "httpcore", "satchel"):
+    for name in ("openai", "google_genai", "google", "httpx", "httpcore", "satchel"):
         caplog.set_level(logging.DEBUG, logger=name)
     raised = run_session(adapter_id, stream, tmp_path / "run")
 
     files = sorted(path for path in tmp_path.rglob("*") if path.is_file())
     names = {path.name for path in files}
-    assert {"step_001.json", "step_002.json", "run_meta.json"} <= names
+    assert {"step_001.json", "step_002.json", "step_003.json", "run_meta.json"} <= names
     if adapter_id in SUMMARIZING:
         assert "compaction_001.json" in names
     for path in files:
         assert_clean(path.read_text(encoding="utf-8", errors="replace"), str(path))
 
-    assert any(record.name.startswith("openai") for record in caplog.records)
+    sdk = SDK_LOGGERS.get(adapter_id, "openai")
+    assert any(record.name.startswith(sdk) for record in caplog.records)
     assert any(record.name.startswith("satchel") for record in caplog.records)
     for record in caplog.records:
         assert_clean(record.getMessage(), f"log line of {record.name}")
