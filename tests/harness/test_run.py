@@ -263,6 +263,10 @@ def test_the_games_and_profiles_are_listed(runner: CliRunner) -> None:
         ("gpt-5.6-sol-responses-handle", "openai.responses.v1"),
         ("grok-4.6-xai-responses-native", "xai.responses.v1"),
         ("claude-opus-5-messages-native", "anthropic.messages.v1"),
+        ("glm-5.3-flash-continuous", "open_source.chat_completions.v1"),
+        ("qwen3.8-27b-continuous", "open_source.chat_completions.v1"),
+        ("deepseek-thinking-continuous", "deepseek.chat_completions.v1"),
+        ("gemini-3.5-pro-interactions-continuous", "google.interactions.v1"),
     ):
         row = next(line for line in configs.output.splitlines() if profile_id in line)
         assert adapter_id in row
