@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from satchel.providers.unwinding import check_boundaries
 from satchel.turns import (
     ConfigurationError,
     Message,
@@ -99,12 +100,7 @@ def check_payload(state: RuntimeState) -> None:
                 raise StateError(f"{where}: expected a user message")
             if not isinstance(message.get("content"), str | list):
                 raise StateError(f"{where}.content: expected text or a list of blocks")
-    turns = state.accepted_turns
-    if turns and turns[-1].end_item > len(payload["messages"]):
-        raise StateError(
-            f"RuntimeState.accepted_turns[{len(turns) - 1}]: ends at {turns[-1].end_item}, "
-            f"past the {len(payload['messages'])} messages"
-        )
+    check_boundaries(state, "messages", "messages")
 
 
 def buffered(state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from satchel.providers.unwinding import check_boundaries
 from satchel.turns import Message, RuntimeState, StateError, TurnBoundary
 
 PAYLOAD_KEYS = ("preamble", "messages", "pending")
@@ -44,11 +45,7 @@ def check_payload(state: RuntimeState, reasoning_fields: Sequence[str]) -> None:
             unknown = sorted(set(item) - allowed)
             if unknown:
                 raise StateError(f"{where}.{unknown[0]}: field not carried by this adapter")
-    if state.accepted_turns and state.accepted_turns[-1].end_item > len(payload["messages"]):
-        raise StateError(
-            f"RuntimeState.accepted_turns[{len(state.accepted_turns) - 1}]: ends at "
-            f"{state.accepted_turns[-1].end_item}, past the {len(payload['messages'])} messages"
-        )
+    check_boundaries(state, "messages", "messages")
 
 
 def buffered(state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:

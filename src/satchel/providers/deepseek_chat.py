@@ -20,6 +20,7 @@ from satchel.providers.chat_state import PAYLOAD_KEYS, readable
 from satchel.providers.chat_summary import ChatSummaries
 from satchel.providers.chat_wire import ChatReply, ToolCall
 from satchel.providers.openai_sdk import reply_error
+from satchel.providers.unwinding import check_boundaries
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
@@ -80,11 +81,7 @@ def check_deepseek_payload(state: RuntimeState) -> None:
                 )
             if item["role"] != "tool":
                 answered = {call["id"] for call in item.get("tool_calls", [])}
-    if state.accepted_turns and state.accepted_turns[-1].end_item > len(payload["messages"]):
-        raise StateError(
-            f"RuntimeState.accepted_turns[{len(state.accepted_turns) - 1}]: ends at "
-            f"{state.accepted_turns[-1].end_item}, past the {len(payload['messages'])} messages"
-        )
+    check_boundaries(state, "messages", "messages")
 
 
 def _check_message(where: str, item: object) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from satchel.providers.unwinding import check_boundaries
 from satchel.turns import ConfigurationError, Message, RuntimeState, StateError, TurnBoundary
 
 Step = dict[str, Any]
@@ -79,12 +80,7 @@ def check_payload(state: RuntimeState) -> None:
                 raise StateError(f"{where}: expected a step object with a type")
             if key == "pending" and step["type"] != USER_INPUT:
                 raise StateError(f"{where}: expected a user_input step")
-    turns = state.accepted_turns
-    if turns and turns[-1].end_item > len(payload["steps"]):
-        raise StateError(
-            f"RuntimeState.accepted_turns[{len(turns) - 1}]: ends at {turns[-1].end_item}, "
-            f"past the {len(payload['steps'])} steps"
-        )
+    check_boundaries(state, "steps", "steps")
 
 
 def buffered(state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:

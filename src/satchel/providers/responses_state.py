@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from satchel.providers.unwinding import check_boundaries
 from satchel.turns import Message, RuntimeState, StateError, TurnBoundary
 
 Item = dict[str, Any]
@@ -67,12 +68,7 @@ def check_payload(state: RuntimeState) -> None:
                 raise StateError(f"{where}: expected a system, developer or user input")
             if key == "items" and "role" not in item and "type" not in item:
                 raise StateError(f"{where}: expected an item with a type or a role")
-    turns = state.accepted_turns
-    if turns and turns[-1].end_item > len(payload["items"]):
-        raise StateError(
-            f"RuntimeState.accepted_turns[{len(turns) - 1}]: ends at {turns[-1].end_item}, "
-            f"past the {len(payload['items'])} items"
-        )
+    check_boundaries(state, "items", "items")
 
 
 def buffered(state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:

@@ -9,6 +9,16 @@ from typing import Any
 from satchel.turns import RuntimeState, StateError, UnwoundTurn
 
 
+def check_boundaries(state: RuntimeState, key: str, noun: str) -> None:
+    """Refuse a state whose latest accepted turn ends past the `noun` of `payload[key]`."""
+    turns = state.accepted_turns
+    if turns and turns[-1].end_item > len(state.payload[key]):
+        raise StateError(
+            f"RuntimeState.accepted_turns[{len(turns) - 1}]: ends at {turns[-1].end_item}, "
+            f"past the {len(state.payload[key])} {noun}"
+        )
+
+
 def unwind_latest(state: RuntimeState, key: str) -> tuple[RuntimeState, UnwoundTurn]:
     """Take the latest accepted turn's exact items off `payload[key]`; the rest stays."""
     if not state.accepted_turns:
