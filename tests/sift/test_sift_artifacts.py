@@ -55,6 +55,14 @@ def test_the_file_tier_keeps_what_memory_dropped_and_survives_a_relaunch(tmp_pat
     assert [info.id for info in ArtifactStore(tmp_path).infos()][-1] == "call_4"
 
 
+def test_the_file_tier_keeps_an_output_with_a_lone_surrogate(tmp_path: Path) -> None:
+    text = "decoded with surrogateescape: \udcff end"
+    store = ArtifactStore(tmp_path, memory_chars=0)
+    store.put(Artifact("call_1", "read_file", "path=a.bin", text))
+    found = ArtifactStore(tmp_path).get("call_1")
+    assert found is not None and found.text == text
+
+
 def test_the_file_tier_drops_its_oldest_at_the_cap(tmp_path: Path) -> None:
     store = ArtifactStore(tmp_path, file_chars=250)
     for number in range(4):

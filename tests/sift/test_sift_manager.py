@@ -1,7 +1,11 @@
 """The manager around the sift: trim events, the net's measure, counters, children, compaction."""
 
-from sift_runs import TOOLS, Run
+from pathlib import Path
 
+from sift_runs import TOOLS, Run
+from tokenizers import Tokenizer
+
+import satchel.memory.passages
 from satchel.sift import ContextSift, SiftSettings, TrimEvent, estimate_tokens
 
 
@@ -132,3 +136,23 @@ def test_a_child_copies_the_settings_and_shares_the_store_with_fresh_evictions()
     assert {"call_1_0", "sub1.call_1_0"} <= {info.id for info in parent.store.infos()}
     assert parent.child().state.artifact_prefix == "sub2."
     assert child.child().state.artifact_prefix == "sub1.sub1."
+
+
+def test_a_real_tokenizer_plugs_in_as_the_counter() -> None:
+    model = Path(satchel.memory.passages.__file__).parent / "model" / "tokenizer.json"
+    tokenizer = Tokenizer.from_file(str(model))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+
+    def tokens(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    sift = ContextSift(SiftSettings(budget=10**6), counter=tokens)
+    run = Run.start()
+    run.step(3000)
+    before = sift.sift(run.history, tools=TOOLS).tokens
+    run.nudge("Check the CSV writer's row limit before anything else.")
+    after = sift.sift(run.history, tools=TOOLS).tokens
+    assert after - before == tokens(run.history[-1]["content"]) + 4 == 17
+    estimated = ContextSift(SiftSettings(budget=10**6)).sift(run.history, tools=TOOLS)
+    assert estimated.tokens != after

@@ -176,20 +176,29 @@ def test_a_new_long_result_is_bounded_once_sifting_is_engaged() -> None:
     assert len(shown) <= 8000
     match = re.search(
         r"\[… characters (\d+) to (\d+) of (\d+) are left out here; "
-        r'artifact_read\(id="(.+?)", offset=(\d+), limit=(\d+)\) returns them …\]',
+        r'artifact_read\(id="(.+?)", offset=(\d+)\) reads them, a page at a time …\]',
         shown,
     )
     assert match is not None
-    start, end, total, artifact, offset, limit = match.groups()
+    start, end, total, artifact, offset = match.groups()
     assert (int(total), artifact, int(offset)) == (len(full), call, int(start))
-    assert int(limit) == int(end) - int(start)
     head, tail = shown.split(match.group(0))
     assert full.startswith(head.rstrip("\n")) and full.endswith(tail.lstrip("\n"))
-    read = ArtifactTools(sift.store).read(artifact, int(offset), int(limit))
+    tools = ArtifactTools(sift.store)
+    read = tools.read(artifact, int(offset), 10**6)
+    page_end = int(start) + tools.read_limit
     assert read == (
-        f"artifact {call}, characters {start} to {end} of {total}:\n{full[int(start) : int(end)]}"
-        f'\n[more: artifact_read(id="{call}", offset={end})]'
+        f"artifact {call}, characters {start} to {page_end} of {total}:\n"
+        f"{full[int(start) : page_end]}"
+        f'\n[more: artifact_read(id="{call}", offset={page_end})]'
     )
+    gap = ""
+    position = int(offset)
+    while position < int(end):
+        text = tools.read(artifact, position, 10**6).split("\n", 1)[1]
+        gap += text.split("\n[more: ")[0]
+        position = int(start) + len(gap)
+    assert gap[: int(end) - int(start)] == full[int(start) : int(end)]
     run.step(200)
     again = sift.sift(run.history)
     assert again.messages[: len(result.messages)] == result.messages
@@ -282,6 +291,22 @@ def test_inline_reads_keep_to_their_share_of_the_budget_newest_first() -> None:
     receipts = " ".join(str(m["content"]) for m in result.messages)
     assert reads[2] in kept
     assert f"[receipt {reads[0]}:" in receipts and f"[receipt {reads[1]}:" in receipts
+
+
+def test_steps_of_kept_tools_are_never_evicted() -> None:
+    settings = SiftSettings(budget=2400, kept_tools=frozenset({"read_plan"}))
+    sift = ContextSift(settings)
+    run = Run.start()
+    plan = run.step(1500, tool="read_plan")
+    first = run.step(3000)
+    run.step(3000)
+    run.step(500)
+    result = sift.sift(run.history)
+    assert result.events and first in sift.state.receipts and plan not in sift.state.receipts
+    assert run.history[2] in result.messages and run.history[3] in result.messages
+    plain = ContextSift(SiftSettings(budget=2400))
+    plain.sift(run.history)
+    assert plan in plain.state.receipts
 
 
 def test_tool_definitions_and_the_note_are_taken_off_the_budget() -> None:

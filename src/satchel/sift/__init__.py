@@ -18,7 +18,9 @@ from satchel.sift.settings import SiftSettings
 from satchel.sift.state import SiftState
 from satchel.sift.tools import ARTIFACT_TOOL_NAMES, ArtifactTools, artifact_tool_definitions
 from satchel.sift.wire_anthropic import anthropic_request, anthropic_tools
+from satchel.sift.wire_gemini import gemini_contents, gemini_request, gemini_tools
 from satchel.sift.wire_openai import openai_chat_request, openai_messages, openai_tools
+from satchel.sift.wire_responses import responses_input, responses_request, responses_tools
 
 __all__ = [
     "ARTIFACT_TOOL_NAMES",
@@ -39,9 +41,15 @@ __all__ = [
     "artifact_tool_definitions",
     "canonical_arguments",
     "estimate_tokens",
+    "gemini_contents",
+    "gemini_request",
+    "gemini_tools",
     "openai_chat_request",
     "openai_messages",
     "openai_tools",
     "plan_batch",
+    "responses_input",
+    "responses_request",
+    "responses_tools",
     "tool_input",
 ]

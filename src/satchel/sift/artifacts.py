@@ -127,14 +127,14 @@ class ArtifactStore:
         )
         path = self._path(artifact.id)
         partial = path.with_suffix(".partial")
-        partial.write_text(f"{header}\n{artifact.text}", encoding="utf-8")
+        partial.write_text(f"{header}\n{artifact.text}", encoding="utf-8", errors="surrogatepass")
         os.replace(partial, path)
 
     def _read(self, artifact_id: str) -> Artifact | None:
         if self.directory is None:
             return None
         try:
-            raw = self._path(artifact_id).read_text(encoding="utf-8")
+            raw = self._path(artifact_id).read_text(encoding="utf-8", errors="surrogatepass")
         except FileNotFoundError:
             return None
         header, _, text = raw.partition("\n")
@@ -145,7 +145,7 @@ class ArtifactStore:
         assert self.directory is not None
         found: list[tuple[int, ArtifactInfo]] = []
         for path in self.directory.glob(f"*{SUFFIX}"):
-            with path.open(encoding="utf-8") as handle:
+            with path.open(encoding="utf-8", errors="surrogatepass") as handle:
                 meta = json.loads(handle.readline())
             info = ArtifactInfo(
                 str(meta["id"]), str(meta["tool"]), str(meta["hint"]), int(meta["chars"])

@@ -19,7 +19,7 @@ def bounded_text(text: str, limit: int, artifact_id: str) -> str:
     missing = len(text) - head - tail
     note = (
         f"\n[… characters {head} to {head + missing} of {len(text)} are left out here; "
-        f'artifact_read(id="{artifact_id}", offset={head}, limit={missing}) returns them …]\n'
+        f'artifact_read(id="{artifact_id}", offset={head}) reads them, a page at a time …]\n'
     )
     return text[:head] + note + text[len(text) - tail :]
 

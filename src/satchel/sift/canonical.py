@@ -1,7 +1,11 @@
 """Deterministic tool arguments: keys sorted, numbers kept exactly as the model wrote them."""
 
 import json
+import re
+from math import isfinite
 from typing import Any
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Number(str):
@@ -12,12 +16,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def escape_surrogates(text: str) -> str:
+    """`text` with each surrogate (a lone half of a pair, which UTF-8 cannot encode) written as
+    its `\\udXXX` escape."""
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys; numbers read by `canonical_arguments` stay as written."""
     if isinstance(value, _Number):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return escape_surrogates(json.dumps(value, ensure_ascii=False))
     if isinstance(value, dict):
         items = (
             f"{canonical_json(str(key))}:{canonical_json(value[key])}" for key in sorted(value)
@@ -41,22 +51,33 @@ def canonical_arguments(arguments: str) -> str:
 
 
 def tool_input(arguments: str, call_id: str) -> dict[str, Any]:
-    """A call's arguments as a JSON object with sorted keys, for providers that take an object."""
+    """A call's arguments as a JSON object with sorted keys, for providers that take an object.
+
+    A number too large for a float and the literals `NaN` and `Infinity` become strings of their
+    literal text; a surrogate in a string becomes the text of its `\\udXXX` escape.
+    """
     text = arguments.strip() or "{}"
     try:
-        parsed = json.loads(text)
+        parsed = json.loads(text, parse_float=_finite_float, parse_constant=str)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"tool call {call_id!r} has arguments that are not JSON: {exc.msg}"
         ) from exc
     if not isinstance(parsed, dict):
         raise ValueError(f"tool call {call_id!r} has arguments that are not a JSON object")
-    return {key: _sorted(parsed[key]) for key in sorted(parsed)}
+    return {escape_surrogates(key): _sorted(parsed[key]) for key in sorted(parsed)}
+
+
+def _finite_float(literal: str) -> float | str:
+    number = float(literal)
+    return number if isfinite(number) else literal
 
 
 def _sorted(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _sorted(value[key]) for key in sorted(value)}
+        return {escape_surrogates(key): _sorted(value[key]) for key in sorted(value)}
     if isinstance(value, list):
         return [_sorted(item) for item in value]
+    if isinstance(value, str):
+        return escape_surrogates(value)
     return value

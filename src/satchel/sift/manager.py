@@ -145,4 +145,6 @@ class ContextSift:
             tokens=chosen.tokens,
             previous_end=previous_end,
             note=note_message is not None,
+            stable_end=done.stable_end,
+            changed_from=min((event.first for event in done.events), default=None),
         )

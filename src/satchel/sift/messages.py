@@ -48,6 +48,30 @@ def image_parts(content: object) -> list[Mapping[str, Any]]:
     ]
 
 
+def image_url(part: Mapping[str, Any]) -> str:
+    """The URL of an image part (`image_url`, `input_image`, or an Anthropic `image` block): a web
+    URL, or a data URL for an inline image."""
+    if part.get("type") == "image":
+        source = part.get("source")
+        source = source if isinstance(source, Mapping) else {}
+        if source.get("type") == "base64":
+            return f"data:{source.get('media_type')};base64,{source.get('data')}"
+        return str(source.get("url"))
+    url = part.get("image_url")
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    return str(url)
+
+
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """The media type and base64 data of a `data:<type>;base64,<data>` URL; None for any other
+    URL."""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, _, data = url[len("data:") :].partition(";base64,")
+        return media_type, data
+    return None
+
+
 def tool_calls(message: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     """The tool calls of an assistant message (empty when it has none)."""
     calls = message.get("tool_calls")

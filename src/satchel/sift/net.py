@@ -1,6 +1,7 @@
 """The overflow net: when the whole sifted request (tool definitions counted) passes its bound,
 leave out the fewest oldest whole units that bring it to the target, and hold that cut until the
-bound is breached again. The system prompt, the task and the awaited step are never left out."""
+bound is breached again. The system prompt, the task and the awaited step are never left out, and a
+cut leaves a user message first after the system prompt wherever it can."""
 
 import logging
 from bisect import bisect_left, bisect_right
@@ -94,8 +95,20 @@ class Net:
                 tried[cut] = Attempt(cut, trial, trial_state, trial_tokens, fits)
             return tried[cut]
 
+        reason: TrimReason = "message_cap"
+        if usable is not None and tokens > usable:
+            reason = "fit_to_window"
+        elif over_tokens:
+            reason = "overflow"
         if held >= len(cuttable):
             self._warn(tokens, count, token_target, count_target)
+            left_out = sorted(held_units)
+            first = (
+                bisect_left(done.sources, units[left_out[0]].start)
+                if left_out
+                else transcript.system_end
+            )
+            done.events.append(TrimEvent(reason, 0, first, tokens, tokens))
             return Attempt(held, done, state, tokens, False)
         chosen = attempt(len(cuttable))
         if chosen.fits:
@@ -106,7 +119,12 @@ class Net:
                     high = middle
                 else:
                     low = middle + 1
-            chosen = attempt(high)
+            opening = (
+                cut
+                for cut in range(high, len(cuttable) + 1)
+                if self._opens_with_user(transcript, cuttable, cut)
+            )
+            chosen = attempt(next(opening, high))
         else:
             count = len(chosen.done.messages) + extra_messages
             self._warn(chosen.tokens, count, token_target, count_target)
@@ -122,13 +140,20 @@ class Net:
         newly = [u for u in cuttable[: chosen.cut] if u not in held_units]
         removed = sum(units[u].end - units[u].start for u in newly)
         first = done.sources.index(units[newly[0]].start)
-        reason: TrimReason = "message_cap"
-        if usable is not None and tokens > usable:
-            reason = "fit_to_window"
-        elif over_tokens:
-            reason = "overflow"
         chosen.done.events.append(TrimEvent(reason, removed, first, tokens, chosen.tokens))
         return chosen
+
+    @staticmethod
+    def _opens_with_user(transcript: Transcript, cuttable: list[int], cut: int) -> bool:
+        """Whether the first unit kept when `cuttable[:cut]` is left out is a user message: the
+        task, the first cuttable unit after the cut or the awaited step, whichever comes first."""
+        units = transcript.units
+        kept = cuttable[cut : cut + 1]
+        if transcript.task is not None:
+            kept.append(transcript.task)
+        if transcript.awaited < len(units):
+            kept.append(transcript.awaited)
+        return bool(kept) and transcript.messages[units[min(kept)].start].get("role") == "user"
 
     @staticmethod
     def _held_cut(transcript: Transcript, cut: str | None, cuttable: list[int]) -> int:

@@ -2,11 +2,14 @@
 
 It keeps the step's own text, then one bracketed line per call: call id, tool, a short argument
 hint, OK or ERROR, a one-line summary that keeps head and tail, and the artifact holding the output.
+Surrogates (which UTF-8 cannot encode) are written as their `\\udXXX` escapes.
 """
 
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from satchel.sift.canonical import escape_surrogates
 
 HINT_VALUE_CHARS = 48
 HINT_CHARS = 96
@@ -40,7 +43,7 @@ def receipt_text(step_text: str, calls: Sequence[CallRecord], summary_chars: int
     """The content of the receipt message for one evicted step."""
     lines = [_call_line(call, summary_chars) for call in calls]
     block = "\n".join(lines)
-    return f"{step_text}\n\n{block}" if step_text.strip() else block
+    return f"{escape_surrogates(step_text)}\n\n{block}" if step_text.strip() else block
 
 
 def argument_hint(arguments: str) -> str:
@@ -48,14 +51,15 @@ def argument_hint(arguments: str) -> str:
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
-        return _clip(" ".join(arguments.split()), HINT_CHARS)
+        return _clip(" ".join(escape_surrogates(arguments).split()), HINT_CHARS)
     if not isinstance(parsed, dict):
-        return _clip(json.dumps(parsed, ensure_ascii=False), HINT_CHARS)
+        return _clip(escape_surrogates(json.dumps(parsed, ensure_ascii=False)), HINT_CHARS)
     pairs = []
     for key in sorted(parsed):
         value = parsed[key]
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        pairs.append(f"{key}={_clip(' '.join(shown.split()), HINT_VALUE_CHARS)}")
+        flat = " ".join(escape_surrogates(shown).split())
+        pairs.append(f"{escape_surrogates(key)}={_clip(flat, HINT_VALUE_CHARS)}")
     return _clip(", ".join(pairs), HINT_CHARS)
 
 
@@ -77,7 +81,7 @@ def summary(text: str, limit: int) -> str:
 
 def _call_line(call: CallRecord, summary_chars: int) -> str:
     status = "ERROR" if call.error else "OK"
-    said = summary(call.output, summary_chars) or "(empty)"
+    said = summary(escape_surrogates(call.output), summary_chars) or "(empty)"
     if call.images:
         said += f" (+{call.images} image{'s' if call.images > 1 else ''} not kept)"
     where = (

@@ -24,3 +24,9 @@ class SiftResult:
     extends it unchanged; None after a trim, a compaction or on the first call."""
     note: bool
     """Whether the last message is a per-call note."""
+    stable_end: int | None = None
+    """Index of the last message of the prefix that the next eviction batch leaves unchanged (the
+    messages before the first step that is not a receipt), or None."""
+    changed_from: int | None = None
+    """When a trim changed this request, the index of the first message that differs from the
+    previous request; None otherwise."""

@@ -41,10 +41,14 @@ class SiftSettings:
     read of each target may stay inline (see `inline_reads_fraction`)."""
     retrieval_tools: frozenset[str] = ARTIFACT_TOOL_NAMES
     """Tools whose results are never bounded or stored as artifacts."""
+    kept_tools: frozenset[str] = frozenset()
+    """Tools whose steps are never evicted: a step with a call to one of them stays as it was
+    sent (only the overflow net can leave it out)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_targets", MappingProxyType(dict(self.read_targets)))
         object.__setattr__(self, "retrieval_tools", frozenset(self.retrieval_tools))
+        object.__setattr__(self, "kept_tools", frozenset(self.kept_tools))
         if self.budget < 0:
             raise ValueError(f"budget must be at least 0, not {self.budget}")
         for name in (

@@ -35,6 +35,9 @@ class Pass:
     events: list[TrimEvent] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     """Full outputs to store when this pass is committed."""
+    stable_end: int | None = None
+    """Index of the last message before the first step that is not a receipt: the next batch
+    changes nothing up to it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,8 @@ class Sifter:
             step = unit.step
             if u == first_batch:
                 first_index = len(out)
+            if done.stable_end is None and step is not None and step.id not in state.receipts:
+                done.stable_end = len(out) - 1 if out else None
             if step is None:
                 out.append(messages[unit.start])
                 sources.append(unit.start)
@@ -282,13 +287,18 @@ class Sifter:
             step = unit.step
             if step is None or step.id in state.receipts:
                 continue
-            if u in protected:
+            if u in protected or self._kept(transcript.messages[unit.start]):
                 continue
             text, artifacts = self._draft(transcript.messages, unit, state.artifact_prefix)
             freed = sizes[u] - self.size(self._receipt(step.id, text))
             if freed > 0:
                 candidates.append(_Candidate(u, freed, text, artifacts))
         return candidates
+
+    def _kept(self, assistant: Message) -> bool:
+        """Whether a step calls one of the `kept_tools`, so it is never evicted."""
+        kept = self.settings.kept_tools
+        return bool(kept) and any(call_name(call) in kept for call in tool_calls(assistant))
 
     def _inline_reads(
         self,

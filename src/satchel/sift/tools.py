@@ -14,13 +14,13 @@ ARTIFACT_TOOL_NAMES = frozenset({ARTIFACT_READ, ARTIFACT_SEARCH, ARTIFACT_LIST})
 LINE_CHARS = 200
 
 
-def artifact_tool_definitions(read_limit: int = 4000) -> list[dict[str, Any]]:
+def artifact_tool_definitions(read_limit: int = 4000, list_limit: int = 50) -> list[dict[str, Any]]:
     """The three tools as OpenAI function tools (`anthropic_tools` converts them)."""
     return [
         _function(
             ARTIFACT_LIST,
-            "List the stored artifacts: full outputs of earlier tool calls that the conversation "
-            "shows only as receipts or bounded results.",
+            f"List the newest {list_limit} stored artifacts: full outputs of earlier tool calls "
+            "that the conversation shows only as receipts or bounded results.",
             {},
             [],
         ),
@@ -37,7 +37,7 @@ def artifact_tool_definitions(read_limit: int = 4000) -> list[dict[str, Any]]:
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
-                    "description": f"Most characters to return (default {read_limit}).",
+                    "description": f"Most characters to return (default and at most {read_limit}).",
                 },
             },
             ["id"],
@@ -58,15 +58,23 @@ def artifact_tool_definitions(read_limit: int = 4000) -> list[dict[str, Any]]:
 class ArtifactTools:
     """Runs the artifact tools against a store; a model's bad arguments get an `error:` result."""
 
-    def __init__(self, store: ArtifactStore, *, read_limit: int = 4000, max_matches: int = 20):
+    def __init__(
+        self,
+        store: ArtifactStore,
+        *,
+        read_limit: int = 4000,
+        max_matches: int = 20,
+        list_limit: int = 50,
+    ):
         self.store = store
         self.read_limit = read_limit
         self.max_matches = max_matches
+        self.list_limit = list_limit
 
     @property
     def definitions(self) -> list[dict[str, Any]]:
         """The tool definitions to hand to a model."""
-        return artifact_tool_definitions(self.read_limit)
+        return artifact_tool_definitions(self.read_limit, self.list_limit)
 
     @staticmethod
     def handles(name: str) -> bool:
@@ -102,22 +110,32 @@ class ArtifactTools:
         return self.search(artifact_id, query)
 
     def list_artifacts(self) -> str:
-        """`artifact_list()`: one line per stored artifact, oldest first."""
+        """`artifact_list()`: one line per stored artifact, oldest first; past `list_limit`
+        artifacts, only the newest are listed, after a line saying how many are stored."""
         infos = self.store.infos()
         if not infos:
             return "no artifacts stored"
-        return "\n".join(
-            f"{info.id}: {info.tool}({info.hint}), {info.chars} chars" for info in infos
-        )
+        lines = [
+            f"{info.id}: {info.tool}({info.hint}), {info.chars} chars"
+            for info in infos[max(len(infos) - self.list_limit, 0) :]
+        ]
+        if len(infos) > len(lines):
+            lines.insert(
+                0,
+                f"{len(infos)} artifacts stored; the newest {len(lines)} are listed, oldest "
+                "first (the receipts name the older ids):",
+            )
+        return "\n".join(lines)
 
     def read(self, artifact_id: str, offset: int, limit: int) -> str:
-        """`artifact_read(id, offset, limit)`: the characters `[offset, offset + limit)`."""
+        """`artifact_read(id, offset, limit)`: the characters `[offset, offset + limit)`, at most
+        `read_limit` of them."""
         artifact = self.store.get(artifact_id)
         if artifact is None:
             return _missing(artifact_id)
         total = len(artifact.text)
         start = min(offset, total)
-        end = min(start + limit, total)
+        end = min(start + min(limit, self.read_limit), total)
         header = f"artifact {artifact_id}, characters {start} to {end} of {total}:"
         more = f"\n[more: artifact_read(id={json.dumps(artifact_id)}, offset={end})]"
         return f"{header}\n{artifact.text[start:end]}{more if end < total else ''}"

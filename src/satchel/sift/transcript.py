@@ -100,6 +100,7 @@ class TranscriptReader:
             self._reset(messages)
         try:
             self._read_units(messages)
+            self._refuse_unanswered(messages)
         except (TypeError, ValueError):
             self._read, self._units = [], []
             raise
@@ -139,6 +140,22 @@ class TranscriptReader:
             else:
                 units.append(Unit(index, index + 1, None))
                 index += 1
+
+    def _refuse_unanswered(self, messages: Sequence[Message]) -> None:
+        """Refuse a history whose last step still lacks results: providers refuse such calls."""
+        last = self._units[-1] if self._units else None
+        if last is None or last.step is None:
+            return
+        answered = {
+            messages[index].get("tool_call_id") for index in range(last.start + 1, last.end)
+        }
+        missing = [call_id for call_id in last.step.call_ids if call_id not in answered]
+        if missing:
+            named = ", ".join(repr(call_id) for call_id in missing)
+            raise ValueError(
+                f"tool call {named} of message {last.start} has no result at the end of the "
+                "history; append the results before sifting"
+            )
 
     def _extends_previous(self, messages: Sequence[Message]) -> bool:
         """Whether `messages` starts with the previous read and its last unit cannot grow."""

@@ -1,6 +1,8 @@
 """Anthropic Messages request fields from sifted messages: consecutive same-role entries merged so
 roles alternate (a note after tool results joins their user entry, last), and at most four cache
-breakpoints: tools, system, where the previous request ended, and the last stored message."""
+breakpoints: the system prompt (or the tools without one), where the previous request ended or
+where a trim's change began, the end of the prefix the next batch keeps, and the last stored
+message."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,12 +14,16 @@ from satchel.sift.messages import (
     call_name,
     content_text,
     image_parts,
+    image_url,
+    split_data_url,
     tool_calls,
 )
 from satchel.sift.result import SiftResult
 from satchel.sift.transcript import SYSTEM_ROLES
 
 Block = dict[str, Any]
+MAX_BREAKPOINTS = 4
+"""Anthropic accepts at most four `cache_control` breakpoints in one request."""
 
 
 def cache_breakpoint() -> dict[str, str]:
@@ -50,14 +56,24 @@ def anthropic_request(
 ) -> dict[str, Any]:
     """Keyword arguments for `client.messages.create(model=..., max_tokens=..., **request)`.
 
-    Given a `SiftResult`, its `previous_end` and `note` are used.
+    Given a `SiftResult`, its `previous_end`, `note`, `changed_from` and `stable_end` are used:
+    after a trim the prefix before its change is still read from the cache, and between batches
+    every request writes the prefix the next batch keeps.
     """
+    stable_end: int | None = None
+    changed_from: int | None = None
     if isinstance(request, SiftResult):
         messages: Sequence[Message] = request.messages
         previous_end, note = request.previous_end, request.note
+        stable_end, changed_from = request.stable_end, request.changed_from
     else:
         messages = request
-    ends: tuple[int | None, ...] = (previous_end, len(messages) - 1 - int(note))
+    ends = (
+        len(messages) - 1 - int(note),
+        previous_end,
+        None if changed_from is None else changed_from - 1,
+        stable_end,
+    )
     start = 0
     system: list[Block] = []
     while start < len(messages) and messages[start].get("role") in SYSTEM_ROLES:
@@ -81,16 +97,21 @@ def anthropic_request(
             last_block[index] = latest
 
     fields: dict[str, Any] = {}
+    marked = 0
     if system:
         system[-1]["cache_control"] = cache_breakpoint()
+        marked += 1
         fields["system"] = system
     fields["messages"] = entries
     for end in ends:
-        if end is not None and end in last_block:
-            last_block[end]["cache_control"] = cache_breakpoint()
+        block = last_block.get(end) if end is not None else None
+        if block is not None and "cache_control" not in block and marked < MAX_BREAKPOINTS:
+            block["cache_control"] = cache_breakpoint()
+            marked += 1
     if tools:
         converted = anthropic_tools(tools)
-        converted[-1]["cache_control"] = cache_breakpoint()
+        if not system or marked < MAX_BREAKPOINTS:
+            converted[-1]["cache_control"] = cache_breakpoint()
         fields["tools"] = converted
     return fields
 
@@ -141,12 +162,10 @@ def _content_blocks(content: object) -> list[Block]:
 def _image_block(part: Mapping[str, Any]) -> Block:
     if part.get("type") == "image":
         return dict(part)
-    url = part.get("image_url")
-    if isinstance(url, Mapping):
-        url = url.get("url")
-    url = str(url)
-    if url.startswith("data:") and ";base64," in url:
-        media_type, _, data = url[len("data:") :].partition(";base64,")
+    url = image_url(part)
+    inline = split_data_url(url)
+    if inline is not None:
+        media_type, data = inline
         return {
             "type": "image",
             "source": {"type": "base64", "media_type": media_type, "data": data},
