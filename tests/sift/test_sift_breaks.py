@@ -107,6 +107,34 @@ def test_artifact_list_shows_only_the_newest_entries() -> None:
     assert len(few) == 60 and few[0] == "call_1: grep(q=1), 1 chars"
 
 
+def test_the_active_step_as_a_whole_is_held_to_its_share_of_the_budget() -> None:
+    sift = ContextSift(SiftSettings(budget=32_000, window=40_000))
+    run = Run.start()
+    sift.begin_run(run.history)
+    outputs = [f"line {part}\n" * 980 for part in range(20)]
+    run.step([len(text) for text in outputs], content=None)
+    for offset, text in enumerate(outputs):
+        run.history[3 + offset]["content"] = text
+    result = sift.sift(run.history, tools=TOOLS)
+    assert sum(estimate_tokens(message) for message in run.history) > 40_000
+    assert result.tokens <= 32_000 * 0.5 + estimate_tokens(run.history[0]) + 2_000
+    tools = ArtifactTools(sift.store)
+    for offset, text in enumerate(outputs):
+        shown = result.messages[3 + offset]["content"]
+        assert len(shown) < len(text) and shown.startswith(text[:100])
+        call_id = run.history[3 + offset]["tool_call_id"]
+        stored = sift.store.get(call_id)
+        assert stored is not None and stored.text == text
+        assert tools.read(call_id, 0, 10).startswith(f"artifact {call_id}, characters 0 to 10")
+    restored = ContextSift(SiftSettings(budget=32_000, window=40_000))
+    restored.restore(sift.save())
+    run.step(300)
+    assert (
+        restored.sift(run.history, tools=TOOLS).messages
+        == sift.sift(run.history, tools=TOOLS).messages
+    )
+
+
 @pytest.mark.parametrize(
     ("system_chars", "reason"), [(50_000, "fit_to_window"), (29_000, "overflow")]
 )

@@ -82,7 +82,8 @@ def test_the_active_step_and_its_nudges_are_never_evicted() -> None:
         "tool",
         "user",
     ]
-    assert result.messages[-3:] == run.history[-3:]
+    assert result.messages[-3] is run.history[-3] and result.messages[-1] is run.history[-1]
+    assert result.messages[-2]["tool_call_id"] == run.history[-2]["tool_call_id"]
     assert all("[receipt" in m["content"] for m in result.messages[2:5])
 
 

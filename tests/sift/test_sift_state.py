@@ -9,7 +9,7 @@ from satchel.sift import ContextSift, SiftSettings, SiftState
 
 
 def test_the_saved_state_holds_everything_a_relaunch_needs() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=8000))
+    sift = ContextSift(SiftSettings(budget=4000, window=8000, awaited_fraction=1.0))
     for _ in replay(sift, 37):
         pass
     saved = json.loads(sift.save())
@@ -18,6 +18,7 @@ def test_the_saved_state_holds_everything_a_relaunch_needs() -> None:
         "task_id",
         "receipts",
         "bounded",
+        "limits",
         "artifacts",
         "whole",
         "cut",

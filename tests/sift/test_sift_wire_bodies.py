@@ -20,6 +20,9 @@ from sift_runs import (
 
 from satchel.sift import ContextSift, SiftResult, SiftSettings
 
+NET_SETTINGS = SiftSettings(budget=4000, window=8000, awaited_fraction=1.0)
+"""Small enough that the scripted runs reach the net; the active step keeps its whole budget."""
+
 
 def anthropic_blocks(body: bytes) -> list[tuple[str, Any]]:
     """Every content block of an Anthropic body with its role, breakpoints removed."""
@@ -99,7 +102,7 @@ def test_a_progress_note_changes_only_the_tail() -> None:
 
 
 def test_the_system_prompt_and_the_task_never_change() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=8000))
+    sift = ContextSift(NET_SETTINGS)
     reasons: set[str] = set()
     openai_heads: set[bytes] = set()
     anthropic_heads: set[bytes] = set()
@@ -181,7 +184,7 @@ def test_a_cut_that_cannot_reach_its_target_still_keeps_the_pinned_parts(caplog:
 
 
 def test_a_trial_sift_leaves_the_manager_unchanged() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=8000))
+    sift = ContextSift(NET_SETTINGS)
     for number, (run, note) in enumerate(script(35)):
         if number == 0:
             sift.begin_run(run.history)
@@ -200,7 +203,7 @@ def test_a_trial_sift_leaves_the_manager_unchanged() -> None:
 
 
 def test_only_the_chosen_cut_commits_its_evictions() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=8000))
+    sift = ContextSift(NET_SETTINGS)
     for _, result in replay(sift, 40):
         if any(event.reason == "overflow" for event in result.events):
             break
@@ -214,7 +217,7 @@ def test_only_the_chosen_cut_commits_its_evictions() -> None:
 
 
 def test_anthropic_roles_alternate_with_the_note_last() -> None:
-    sift = ContextSift(SiftSettings(budget=4000, window=8000))
+    sift = ContextSift(NET_SETTINGS)
     noted = 0
     for _, result in replay(sift, 36):
         body = json.loads(WIRE.anthropic_body(result))
@@ -267,7 +270,7 @@ def test_two_hundred_builds_of_one_call_give_one_body() -> None:
 
 
 def test_save_restore_and_continue_gives_the_same_bodies_as_never_stopping() -> None:
-    settings = SiftSettings(budget=4000, window=8000)
+    settings = NET_SETTINGS
     straight = [
         (WIRE.openai_body(result), WIRE.anthropic_body(result))
         for _, result in replay(ContextSift(settings), 40)

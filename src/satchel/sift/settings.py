@@ -30,6 +30,9 @@ class SiftSettings:
     inline_reads_fraction: float = 0.1
     """The newest reads (`read_targets`) stay inline, newest first, while together they fit this
     share of the message budget."""
+    awaited_fraction: float = 0.5
+    """The active step as a whole is held to this share of the message budget once sifting is
+    engaged: its longest results not already sent whole are cut to one common length."""
     overflow_fraction: float = 0.8
     """The net cuts when the whole request passes this share of the usable window."""
     overflow_target_fraction: float = 0.7
@@ -57,6 +60,7 @@ class SiftSettings:
             "slack_fraction",
             "min_message_budget_fraction",
             "inline_reads_fraction",
+            "awaited_fraction",
             "overflow_fraction",
             "overflow_target_fraction",
         ):

@@ -24,6 +24,9 @@ from satchel.sift.sizing import Sizer
 from satchel.sift.state import SiftState
 from satchel.sift.transcript import Transcript, Unit
 
+MIN_SHARE_CHARS = 400
+"""Results of the active step are never cut below this many characters to share its room."""
+
 
 @dataclass(slots=True)
 class Pass:
@@ -56,7 +59,7 @@ class Sifter:
         self.size = sizer
         self._receipts: dict[str, Message] = {}
         self._drafts: dict[str, tuple[Message, str, tuple[Artifact, ...]]] = {}
-        self._bounded: dict[str, tuple[Message, Message]] = {}
+        self._bounded: dict[str, tuple[Message, int, Message]] = {}
 
     def run(
         self, transcript: Transcript, cut: frozenset[int], state: SiftState, extra_tokens: int
@@ -92,7 +95,10 @@ class Sifter:
 
         done = Pass(messages=[], sources=[])
         if transcript.active is not None:
-            total += self._bound_active(transcript, sticky or total > budget, state, sizes, done)
+            engaged = sticky or total > budget
+            total += self._bound_active(transcript, engaged, state, sizes, done)
+            if engaged:
+                total += self._share_room(transcript, budget, state, sizes, done)
         else:
             state.whole = set()
 
@@ -160,7 +166,7 @@ class Sifter:
                     message = messages[index]
                     call_id = message.get("tool_call_id")
                     if call_id in bounded:
-                        message = self._bounded_message(message, state.artifact_prefix + call_id)
+                        message = self._bounded_message(message, state)
                     out.append(message)
                     sources.append(index)
         return first_index
@@ -171,7 +177,7 @@ class Sifter:
             message = messages[index]
             call_id = message.get("tool_call_id")
             if call_id in state.bounded:
-                message = self._bounded_message(message, state.artifact_prefix + call_id)
+                message = self._bounded_message(message, state)
             size += self.size(message)
         return size
 
@@ -201,6 +207,57 @@ class Sifter:
         before = sizes[transcript.active]
         sizes[transcript.active] = self._step_size(transcript.messages, unit, state)
         return sizes[transcript.active] - before
+
+    def _share_room(
+        self, transcript: Transcript, budget: int, state: SiftState, sizes: list[int], done: Pass
+    ) -> int:
+        """Hold the active step's results to `awaited_fraction` of the message budget: the longest
+        not sent whole are cut to one common length (at least `MIN_SHARE_CHARS`); return the
+        change. Only the results are measured, so how the model spaced its arguments does not
+        move the cut."""
+        assert transcript.active is not None
+        active = transcript.active
+        unit = transcript.units[active]
+        messages = transcript.messages
+        room = floor(self.settings.awaited_fraction * budget)
+        results = sum(
+            self.size(self._shown(messages[i], state)) for i in range(unit.start + 1, unit.end)
+        )
+        if results <= room:
+            return 0
+        calls = {str(call.get("id")): call for call in tool_calls(messages[unit.start])}
+        shown: dict[int, int] = {}
+        shown_tokens = 0
+        for index in range(unit.start + 1, unit.end):
+            call_id = str(messages[index].get("tool_call_id"))
+            call = calls.get(call_id)
+            if call is None or call_id in state.whole:
+                continue
+            if call_name(call) in self.settings.retrieval_tools:
+                continue
+            length = len(content_text(messages[index].get("content")))
+            if call_id in state.bounded:
+                length = min(length, state.limits.get(call_id, self.settings.bounded_chars))
+            if length > MIN_SHARE_CHARS:
+                shown[index] = length
+                shown_tokens += self.size(self._shown(messages[index], state))
+        if not shown or shown_tokens <= 0:
+            return 0
+        chars = sum(shown.values())
+        goal = chars - (results - room) * chars / shown_tokens
+        limit = max(_water_level(sorted(shown.values()), goal), MIN_SHARE_CHARS)
+        changed = False
+        for index, length in shown.items():
+            if length > limit:
+                call = calls[str(messages[index].get("tool_call_id"))]
+                self._bound(messages[index], call, state, done)
+                state.limits[str(call.get("id"))] = limit
+                changed = True
+        if not changed:
+            return 0
+        before = sizes[active]
+        sizes[active] = self._step_size(messages, unit, state)
+        return sizes[active] - before
 
     def _bound_after(
         self,
@@ -386,11 +443,30 @@ class Sifter:
         self._receipts[step_id] = receipt
         return receipt
 
-    def _bounded_message(self, message: Message, artifact_id: str) -> Message:
+    def _shown(self, message: Message, state: SiftState) -> Message:
+        """A result as this pass shows it: bounded when its call id is bounded."""
+        if message.get("tool_call_id") in state.bounded:
+            return self._bounded_message(message, state)
+        return message
+
+    def _bounded_message(self, message: Message, state: SiftState) -> Message:
         call_id = str(message.get("tool_call_id"))
+        limit = state.limits.get(call_id, self.settings.bounded_chars)
         cached = self._bounded.get(call_id)
-        if cached is not None and cached[0] is message:
-            return cached[1]
-        bounded = bounded_result(message, self.settings.bounded_chars, artifact_id)
-        self._bounded[call_id] = (message, bounded)
+        if cached is not None and cached[0] is message and cached[1] == limit:
+            return cached[2]
+        bounded = bounded_result(message, limit, state.artifact_prefix + call_id)
+        self._bounded[call_id] = (message, limit, bounded)
         return bounded
+
+
+def _water_level(lengths: Sequence[int], goal: float) -> int:
+    """The largest common length L such that `sum(min(length, L))` stays within `goal`, given
+    the lengths in ascending order."""
+    below = 0
+    for count, length in enumerate(lengths):
+        rest = len(lengths) - count
+        if below + length * rest > goal:
+            return max(int((goal - below) // rest), 0)
+        below += length
+    return lengths[-1] if lengths else 0

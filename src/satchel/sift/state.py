@@ -17,6 +17,8 @@ class SiftState:
     """Sticky evictions: receipt text by evicted step id, in eviction order."""
     bounded: set[str] = field(default_factory=set)
     """Call ids of results shown bounded; once bounded, always bounded."""
+    limits: dict[str, int] = field(default_factory=dict)
+    """Bounded results held to fewer characters than `bounded_chars` so the active step fit."""
     artifacts: set[str] = field(default_factory=set)
     """Ids of the artifacts stored for receipts and bounded results."""
     whole: set[str] = field(default_factory=set)
@@ -36,6 +38,7 @@ class SiftState:
             task_id=self.task_id,
             receipts=dict(self.receipts),
             bounded=set(self.bounded),
+            limits=dict(self.limits),
             artifacts=set(self.artifacts),
             whole=set(self.whole),
             cut=self.cut,
@@ -53,6 +56,7 @@ class SiftState:
                 "task_id": self.task_id,
                 "receipts": [[step_id, text] for step_id, text in self.receipts.items()],
                 "bounded": sorted(self.bounded),
+                "limits": dict(sorted(self.limits.items())),
                 "artifacts": sorted(self.artifacts),
                 "whole": sorted(self.whole),
                 "cut": self.cut,
@@ -85,6 +89,7 @@ class SiftState:
             task_id=_optional_str(data, "task_id"),
             receipts={step_id: text for step_id, text in receipts},
             bounded=_str_set(data, "bounded"),
+            limits=_limits(data),
             artifacts=_str_set(data, "artifacts"),
             whole=_str_set(data, "whole"),
             cut=_optional_str(data, "cut"),
@@ -115,6 +120,16 @@ def _optional_int(data: dict[str, Any], name: str) -> int | None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
         raise ValueError(f"saved sift state: `{name}` must be an integer or null")
     return value
+
+
+def _limits(data: dict[str, Any]) -> dict[str, int]:
+    value = data.get("limits", {})
+    if not isinstance(value, dict) or not all(
+        isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
+        for limit in value.values()
+    ):
+        raise ValueError("saved sift state: `limits` must map call ids to positive integers")
+    return dict(value)
 
 
 def _str_set(data: dict[str, Any], name: str) -> set[str]:
