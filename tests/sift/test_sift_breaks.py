@@ -238,3 +238,20 @@ def test_a_restored_sift_keeps_results_already_sent_whole() -> None:
     assert original.tokens > 7000
     assert any(m is long_result for m in original.messages)
     assert WIRE.openai_body(restored.sift(run.history, tools=TOOLS)) == WIRE.openai_body(original)
+
+
+def test_outputs_the_net_leaves_out_stay_readable() -> None:
+    sift = ContextSift(SiftSettings(budget=1_000_000, window=8000))
+    run = Run.start()
+    sift.begin_run(run.history)
+    cuts = 0
+    for _ in range(12):
+        run.step(2500)
+        cuts += sum(event.reason == "overflow" for event in sift.sift(run.history).events)
+    assert cuts and not sift.state.receipts
+    shown = {id(message) for message in sift.sift(run.history).messages}
+    left_out = [m for m in run.history if m["role"] == "tool" and id(m) not in shown]
+    assert left_out
+    for message in left_out:
+        stored = sift.store.get(message["tool_call_id"])
+        assert stored is not None and stored.text == message["content"]

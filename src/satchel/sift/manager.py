@@ -80,6 +80,7 @@ class ContextSift:
         self._state.cut = None
         self._state.cut_pinned = []
         self._state.previous_length = None
+        self._state.previous_stable_end = None
 
     def child(self) -> "ContextSift":
         """A manager for a sub-agent: every setting copied, the same store, fresh evictions."""
@@ -125,6 +126,14 @@ class ContextSift:
             else None
         )
         state.previous_length = len(done.messages)
+        changed_from = min((event.first for event in done.events), default=None)
+        stable = self._state.previous_stable_end
+        reused_end = (
+            stable
+            if changed_from is not None and stable is not None and stable < changed_from
+            else None
+        )
+        state.previous_stable_end = done.stable_end
         messages = list(done.messages)
         sources: list[int | None] = list(done.sources)
         if note_message is not None:
@@ -146,5 +155,6 @@ class ContextSift:
             previous_end=previous_end,
             note=note_message is not None,
             stable_end=done.stable_end,
-            changed_from=min((event.first for event in done.events), default=None),
+            changed_from=changed_from,
+            reused_end=reused_end,
         )

@@ -9,18 +9,52 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from math import floor, inf
 
+from satchel.sift.artifacts import Artifact
 from satchel.sift.events import TrimEvent, TrimReason
+from satchel.sift.messages import call_arguments, call_name, content_text, tool_calls
+from satchel.sift.receipts import argument_hint
 from satchel.sift.settings import SiftSettings
-from satchel.sift.sifting import Pass
+from satchel.sift.sifting import Cut, Pass
 from satchel.sift.sizing import Sizer
 from satchel.sift.state import SiftState
 from satchel.sift.transcript import Transcript, find_message, message_id
 
 logger = logging.getLogger("satchel.sift")
 
-RunPass = Callable[[Transcript, frozenset[int], SiftState, int], Pass]
+RunPass = Callable[[Transcript, Cut, SiftState, int], Pass]
 """A sift pass: the transcript, the units left out, the state to update and the tokens sent beside
 the messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cuttable:
+    """The units the net may leave out, oldest first: those before the awaited step, except the
+    task. Indexed without building the list, so a call costs what the kept units cost."""
+
+    awaited: int
+    task: int | None
+
+    def __len__(self) -> int:
+        return self.awaited - int(self.task is not None and self.task < self.awaited)
+
+    def unit(self, position: int) -> int:
+        """The unit at `position`."""
+        skips = self.task is not None and self.task <= position
+        return position + int(skips)
+
+    def end(self, count: int) -> int:
+        """The unit from which nothing is left out when the oldest `count` are."""
+        return self.unit(count) if count < len(self) else self.awaited
+
+    def count_before(self, unit: int) -> int:
+        """How many cuttable units come before `unit`."""
+        unit = min(unit, self.awaited)
+        return unit - int(self.task is not None and self.task < unit)
+
+    def cut(self, count: int, kept: frozenset[int] = frozenset()) -> Cut:
+        """The oldest `count` units left out, save `kept` (and the task)."""
+        keep = kept | {self.task} if self.task is not None else kept
+        return Cut(self.end(count), frozenset(keep))
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,17 +90,17 @@ class Net:
         """Sift under the held cut; when that breaches the bound, choose a new cut."""
         settings = self.settings
         usable = settings.usable_window
-        cuttable = [u for u in range(transcript.awaited) if u != transcript.task]
+        cuttable = Cuttable(transcript.awaited, transcript.task)
         held = self._held_cut(transcript, committed.cut, cuttable)
         messages = transcript.messages
         units = transcript.units
         pinned = self._unit_indexes(transcript, committed.cut_pinned)
-        held_units = frozenset(u for u in cuttable[:held] if u not in pinned)
+        held_cut = cuttable.cut(held, frozenset(pinned))
         state = committed.copy()
         if held == 0:
             state.cut = None
             state.cut_pinned = []
-        done = run(transcript, held_units, state, extra_tokens)
+        done = run(transcript, held_cut, state, extra_tokens)
         tokens = self.measure(done, extra_tokens)
         count = len(done.messages) + extra_messages
         over_tokens = usable is not None and tokens > usable * settings.overflow_fraction
@@ -86,7 +120,7 @@ class Net:
         def attempt(cut: int) -> Attempt:
             if cut not in tried:
                 trial_state = committed.copy()
-                trial = run(transcript, frozenset(cuttable[:cut]), trial_state, extra_tokens)
+                trial = run(transcript, cuttable.cut(cut), trial_state, extra_tokens)
                 trial_tokens = self.measure(trial, extra_tokens)
                 fits = (
                     trial_tokens <= token_target
@@ -102,17 +136,24 @@ class Net:
             reason = "overflow"
         if held >= len(cuttable):
             self._warn(tokens, count, token_target, count_target)
-            left_out = sorted(held_units)
+            left_out = next(held_cut.left_out(), None)
             first = (
-                bisect_left(done.sources, units[left_out[0]].start)
-                if left_out
+                bisect_left(done.sources, units[left_out].start)
+                if left_out is not None
                 else transcript.system_end
             )
             done.events.append(TrimEvent(reason, 0, first, tokens, tokens))
             return Attempt(held, done, state, tokens, False)
         chosen = attempt(len(cuttable))
         if chosen.fits:
-            low, high = held + 1, len(cuttable)
+            low, high = self._bracket(
+                attempt,
+                held,
+                len(cuttable),
+                self._guess(
+                    transcript, cuttable, held, done, tokens - token_target, count - count_target
+                ),
+            )
             while low < high:
                 middle = (low + high) // 2
                 if attempt(middle).fits:
@@ -129,7 +170,7 @@ class Net:
             count = len(chosen.done.messages) + extra_messages
             self._warn(chosen.tokens, count, token_target, count_target)
 
-        keep_from = cuttable[chosen.cut] if chosen.cut < len(cuttable) else transcript.awaited
+        keep_from = cuttable.end(chosen.cut)
         chosen.state.cut = message_id(messages, units[keep_from].start)
         task = transcript.task
         chosen.state.cut_pinned = (
@@ -137,18 +178,87 @@ class Net:
             if task is not None and task < keep_from
             else []
         )
-        newly = [u for u in cuttable[: chosen.cut] if u not in held_units]
+        newly = [u for u in cuttable.cut(chosen.cut).left_out() if not held_cut.leaves_out(u)]
+        chosen.done.artifacts.extend(self._outputs(transcript, newly, chosen.state))
+        _forget(chosen.state, transcript, newly)
         removed = sum(units[u].end - units[u].start for u in newly)
         first = done.sources.index(units[newly[0]].start)
         chosen.done.events.append(TrimEvent(reason, removed, first, tokens, chosen.tokens))
         return chosen
 
+    def _outputs(
+        self, transcript: Transcript, left_out: list[int], state: SiftState
+    ) -> list[Artifact]:
+        """Full outputs of the steps a cut leaves out that no receipt or bound stored yet, so the
+        model can still read them (`artifact_list` names them)."""
+        found: list[Artifact] = []
+        messages = transcript.messages
+        for u in left_out:
+            unit = transcript.units[u]
+            if unit.step is None:
+                continue
+            calls = {str(call.get("id")): call for call in tool_calls(messages[unit.start])}
+            for index in range(unit.start + 1, unit.end):
+                call = calls.get(str(messages[index].get("tool_call_id")))
+                text = content_text(messages[index].get("content"))
+                if call is None or not text or call_name(call) in self.settings.retrieval_tools:
+                    continue
+                artifact_id = state.artifact_prefix + str(call.get("id"))
+                if artifact_id not in state.artifacts:
+                    hint = argument_hint(call_arguments(call))
+                    found.append(Artifact(artifact_id, call_name(call), hint, text))
+        return found
+
+    def _guess(
+        self,
+        transcript: Transcript,
+        cuttable: Cuttable,
+        held: int,
+        done: Pass,
+        tokens: float,
+        messages: float,
+    ) -> int:
+        """How many cuttable units leaving out frees `tokens` and `messages` from `done`, by the
+        sizes it rendered them at: where the search for the fewest that fit starts."""
+        rendered: dict[int, int] = {}
+        for message, source in zip(done.messages, done.sources, strict=True):
+            rendered[source] = rendered.get(source, 0) + self.size(message)
+        units = transcript.units
+        count = held
+        while count < len(cuttable) and (tokens > 0 or messages > 0):
+            unit = units[cuttable.unit(count)]
+            for index in range(unit.start, unit.end):
+                if index in rendered:
+                    tokens -= rendered[index]
+                    messages -= 1
+            count += 1
+        return max(count, held + 1)
+
     @staticmethod
-    def _opens_with_user(transcript: Transcript, cuttable: list[int], cut: int) -> bool:
+    def _bracket(
+        attempt: Callable[[int], Attempt], held: int, most: int, guess: int
+    ) -> tuple[int, int]:
+        """A range `[low, high]` holding the fewest cut that fits, `high` fitting, found from the
+        guess in as few trials as its accuracy allows (`most` fits)."""
+        guess = min(guess, most)
+        if attempt(guess).fits:
+            if guess - 1 <= held or not attempt(guess - 1).fits:
+                return guess, guess
+            return held + 1, guess - 1
+        low, step = guess + 1, 1
+        high = min(guess + step, most)
+        while not attempt(high).fits:
+            low = high + 1
+            step *= 2
+            high = min(guess + step, most)
+        return low, high
+
+    @staticmethod
+    def _opens_with_user(transcript: Transcript, cuttable: Cuttable, cut: int) -> bool:
         """Whether the first unit kept when `cuttable[:cut]` is left out is a user message: the
         task, the first cuttable unit after the cut or the awaited step, whichever comes first."""
         units = transcript.units
-        kept = cuttable[cut : cut + 1]
+        kept = [cuttable.unit(cut)] if cut < len(cuttable) else []
         if transcript.task is not None:
             kept.append(transcript.task)
         if transcript.awaited < len(units):
@@ -156,7 +266,7 @@ class Net:
         return bool(kept) and transcript.messages[units[min(kept)].start].get("role") == "user"
 
     @staticmethod
-    def _held_cut(transcript: Transcript, cut: str | None, cuttable: list[int]) -> int:
+    def _held_cut(transcript: Transcript, cut: str | None, cuttable: Cuttable) -> int:
         """How many cuttable units the held cut leaves out (0 when it no longer applies)."""
         if cut is None:
             return 0
@@ -166,7 +276,7 @@ class Net:
         unit = bisect_right(transcript.units, index, key=lambda u: u.start) - 1
         if unit < 0 or transcript.units[unit].start != index:
             return 0
-        return bisect_left(cuttable, unit)
+        return cuttable.count_before(unit)
 
     @staticmethod
     def _unit_indexes(transcript: Transcript, ids: list[str]) -> set[int]:
@@ -191,3 +301,17 @@ class Net:
             tokens,
             count,
         )
+
+
+def _forget(state: SiftState, transcript: Transcript, left_out: list[int]) -> None:
+    """Drop what the state keeps for steps a cut leaves out for good, so that copying and saving
+    it cost what the kept units cost; their artifacts stay in the store."""
+    for u in left_out:
+        step = transcript.units[u].step
+        if step is None:
+            continue
+        state.receipts.pop(step.id, None)
+        for call_id in step.call_ids:
+            state.bounded.discard(call_id)
+            state.limits.pop(call_id, None)
+            state.artifacts.discard(state.artifact_prefix + call_id)

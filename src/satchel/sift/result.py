@@ -30,3 +30,6 @@ class SiftResult:
     changed_from: int | None = None
     """When a trim changed this request, the index of the first message that differs from the
     previous request; None otherwise."""
+    reused_end: int | None = None
+    """After a trim, the previous request's `stable_end` when the trim left everything up to it
+    unchanged: the prefix the requests before it wrote, still to be read."""

@@ -1,7 +1,7 @@
 """One sift pass: what the model sees this call, given the transcript, the units the net leaves
 out and the sticky state. The pass updates the state it is given and nothing else."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import floor
 from typing import Any
@@ -44,6 +44,27 @@ class Pass:
 
 
 @dataclass(frozen=True, slots=True)
+class Cut:
+    """What the net leaves out: every unit before `end` except those in `kept`."""
+
+    end: int = 0
+    kept: frozenset[int] = frozenset()
+
+    def units(self, count: int) -> list[int]:
+        """The units kept of `count`, in order."""
+        before = sorted(u for u in self.kept if u < self.end)
+        return before + list(range(min(self.end, count), count))
+
+    def leaves_out(self, unit: int) -> bool:
+        """Whether `unit` is left out."""
+        return unit < self.end and unit not in self.kept
+
+    def left_out(self) -> Iterator[int]:
+        """The units left out, oldest first."""
+        return (u for u in range(self.end) if u not in self.kept)
+
+
+@dataclass(frozen=True, slots=True)
 class _Candidate:
     unit: int
     freed: int
@@ -61,9 +82,7 @@ class Sifter:
         self._drafts: dict[str, tuple[Message, str, tuple[Artifact, ...]]] = {}
         self._bounded: dict[str, tuple[Message, int, Message]] = {}
 
-    def run(
-        self, transcript: Transcript, cut: frozenset[int], state: SiftState, extra_tokens: int
-    ) -> Pass:
+    def run(self, transcript: Transcript, cut: Cut, state: SiftState, extra_tokens: int) -> Pass:
         """Sift `transcript` without the units in `cut`, updating `state`.
 
         `extra_tokens` is what the request sends beside its messages (the tool definitions and the
@@ -77,7 +96,7 @@ class Sifter:
             floor(settings.budget * settings.min_message_budget_fraction),
             settings.budget - system_tokens - extra_tokens,
         )
-        kept = [u for u in range(len(units)) if u not in cut] if cut else range(len(units))
+        kept = cut.units(len(units))
         sizes = [0] * len(units)
         total = 0
         sticky = False
@@ -146,12 +165,14 @@ class Sifter:
         sources.extend(range(transcript.system_end))
         first_index = -1
         bounded = state.bounded
+        stable = True
         for u in kept:
             unit = transcript.units[u]
             step = unit.step
             if u == first_batch:
                 first_index = len(out)
-            if done.stable_end is None and step is not None and step.id not in state.receipts:
+            if stable and step is not None and self._evictable(transcript, u, state):
+                stable = False
                 done.stable_end = len(out) - 1 if out else None
             if step is None:
                 out.append(messages[unit.start])
@@ -351,6 +372,20 @@ class Sifter:
             if freed > 0:
                 candidates.append(_Candidate(u, freed, text, artifacts))
         return candidates
+
+    def _evictable(self, transcript: Transcript, u: int, state: SiftState) -> bool:
+        """Whether a later batch may evict the step of unit `u`: not a receipt yet, not of a kept
+        tool, not holding the newest read of a target short enough to stay inline, and larger
+        than its receipt."""
+        unit = transcript.units[u]
+        assert unit.step is not None
+        if unit.step.id in state.receipts or self._kept(transcript.messages[unit.start]):
+            return False
+        if unit.step.reads and self._holds_newest_read(transcript, u):
+            return False
+        text, _ = self._draft(transcript.messages, unit, state.artifact_prefix)
+        receipt = self._receipt(unit.step.id, text)
+        return self._step_size(transcript.messages, unit, state) > self.size(receipt)
 
     def _kept(self, assistant: Message) -> bool:
         """Whether a step calls one of the `kept_tools`, so it is never evicted."""

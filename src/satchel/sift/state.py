@@ -28,6 +28,8 @@ class SiftState:
     cut_pinned: list[str] = field(default_factory=list)
     """Ids of tasks before the cut that it keeps, so a new run's task does not move the cut."""
     previous_length: int | None = None
+    previous_stable_end: int | None = None
+    """The previous request's `stable_end`: after a batch, where its written prefix ends."""
     """How many messages the previous request had before its per-call note."""
     artifact_prefix: str = ""
     children: int = 0
@@ -44,6 +46,7 @@ class SiftState:
             cut=self.cut,
             cut_pinned=list(self.cut_pinned),
             previous_length=self.previous_length,
+            previous_stable_end=self.previous_stable_end,
             artifact_prefix=self.artifact_prefix,
             children=self.children,
         )
@@ -62,6 +65,7 @@ class SiftState:
                 "cut": self.cut,
                 "cut_pinned": self.cut_pinned,
                 "previous_length": self.previous_length,
+                "previous_stable_end": self.previous_stable_end,
                 "artifact_prefix": self.artifact_prefix,
                 "children": self.children,
             },
@@ -95,6 +99,7 @@ class SiftState:
             cut=_optional_str(data, "cut"),
             cut_pinned=sorted(_str_set(data, "cut_pinned")),
             previous_length=_optional_int(data, "previous_length"),
+            previous_stable_end=_optional_int(data, "previous_stable_end"),
             artifact_prefix=_field(data, "artifact_prefix", str),
             children=_field(data, "children", int),
         )

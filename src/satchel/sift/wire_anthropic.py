@@ -56,24 +56,22 @@ def anthropic_request(
 ) -> dict[str, Any]:
     """Keyword arguments for `client.messages.create(model=..., max_tokens=..., **request)`.
 
-    Given a `SiftResult`, its `previous_end`, `note`, `changed_from` and `stable_end` are used:
-    after a trim the prefix before its change is still read from the cache, and between batches
-    every request writes the prefix the next batch keeps.
+    Given a `SiftResult`, its `previous_end`, `note`, `reused_end` (or `changed_from`) and
+    `stable_end` are used: after a trim the prefix the requests before it wrote is still read
+    from the cache, and between batches every request writes the prefix the next batch keeps.
     """
     stable_end: int | None = None
-    changed_from: int | None = None
+    reused_end: int | None = None
+    changed_end: int | None = None
     if isinstance(request, SiftResult):
         messages: Sequence[Message] = request.messages
         previous_end, note = request.previous_end, request.note
-        stable_end, changed_from = request.stable_end, request.changed_from
+        stable_end, reused_end = request.stable_end, request.reused_end
+        if request.changed_from is not None:
+            changed_end = request.changed_from - 1
     else:
         messages = request
-    ends = (
-        len(messages) - 1 - int(note),
-        previous_end,
-        None if changed_from is None else changed_from - 1,
-        stable_end,
-    )
+    ends = (len(messages) - 1 - int(note), previous_end, reused_end, changed_end, stable_end)
     start = 0
     system: list[Block] = []
     while start < len(messages) and messages[start].get("role") in SYSTEM_ROLES:
@@ -98,16 +96,17 @@ def anthropic_request(
 
     fields: dict[str, Any] = {}
     marked = 0
-    if system:
-        system[-1]["cache_control"] = cache_breakpoint()
-        marked += 1
-        fields["system"] = system
-    fields["messages"] = entries
     for end in ends:
         block = last_block.get(end) if end is not None else None
         if block is not None and "cache_control" not in block and marked < MAX_BREAKPOINTS:
             block["cache_control"] = cache_breakpoint()
             marked += 1
+    if system:
+        if marked < MAX_BREAKPOINTS:
+            system[-1]["cache_control"] = cache_breakpoint()
+            marked += 1
+        fields["system"] = system
+    fields["messages"] = entries
     if tools:
         converted = anthropic_tools(tools)
         if not system or marked < MAX_BREAKPOINTS:
