@@ -87,11 +87,11 @@ def test_after_every_batch_the_unchanged_prefix_is_within_reach_of_a_written_bre
         result = sift.sift(run.history, tools=TOOLS)
         body = anthropic_request(result, tools=TOOLS)
         assert json.dumps(body).count("cache_control") <= 4
-        assert result.stable_end is not None
-        if previous is not None and result.events:
+        if previous is not None and result.events and previous[0].stable_end is not None:
             batches += 1
             before, before_body = previous
             assert result.changed_from is not None and before.stable_end is not None
+            assert result.reused_end == before.stable_end
             assert result.changed_from > before.stable_end
             assert (
                 result.messages[: before.stable_end + 1] == before.messages[: before.stable_end + 1]
@@ -106,3 +106,18 @@ def test_after_every_batch_the_unchanged_prefix_is_within_reach_of_a_written_bre
             assert hits and max(hits) >= stable
         previous = (result, body)
     assert batches or sum(sizes) < budget * 3.5
+
+
+def test_the_stable_end_passes_steps_no_batch_can_evict() -> None:
+    sift = ContextSift(SiftSettings(budget=100_000, read_targets={"read_file": "path"}))
+    run = Run.start()
+    run.step(20, tool="grep")
+    run.step(900, tool="read_file", path="src/a.py")
+    run.step(3000, tool="grep")
+    run.step(3000, tool="grep")
+    result = sift.sift(run.history, tools=TOOLS)
+    tiny, read, first = 2, 4, 6
+    assert result.messages[first] is run.history[first]
+    assert result.stable_end == first - 1 and tiny < read < first
+    run.step(900, tool="read_file", path="src/a.py")
+    assert sift.sift(run.history, tools=TOOLS).stable_end == read - 1

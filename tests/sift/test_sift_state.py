@@ -24,6 +24,7 @@ def test_the_saved_state_holds_everything_a_relaunch_needs() -> None:
         "cut",
         "cut_pinned",
         "previous_length",
+        "previous_stable_end",
         "artifact_prefix",
         "children",
     }

@@ -144,16 +144,12 @@ class Net:
             )
             done.events.append(TrimEvent(reason, 0, first, tokens, tokens))
             return Attempt(held, done, state, tokens, False)
-        chosen = attempt(len(cuttable))
+        guess = self._guess(
+            transcript, cuttable, held, done, tokens - token_target, count - count_target
+        )
+        low, high = self._bracket(attempt, held, len(cuttable), guess)
+        chosen = attempt(high)
         if chosen.fits:
-            low, high = self._bracket(
-                attempt,
-                held,
-                len(cuttable),
-                self._guess(
-                    transcript, cuttable, held, done, tokens - token_target, count - count_target
-                ),
-            )
             while low < high:
                 middle = (low + high) // 2
                 if attempt(middle).fits:
@@ -238,8 +234,8 @@ class Net:
     def _bracket(
         attempt: Callable[[int], Attempt], held: int, most: int, guess: int
     ) -> tuple[int, int]:
-        """A range `[low, high]` holding the fewest cut that fits, `high` fitting, found from the
-        guess in as few trials as its accuracy allows (`most` fits)."""
+        """A range `[low, high]` holding the fewest cut that fits, found from the guess in as few
+        trials as its accuracy allows; `high` fits unless even leaving out all `most` does not."""
         guess = min(guess, most)
         if attempt(guess).fits:
             if guess - 1 <= held or not attempt(guess - 1).fits:
@@ -247,11 +243,11 @@ class Net:
             return held + 1, guess - 1
         low, step = guess + 1, 1
         high = min(guess + step, most)
-        while not attempt(high).fits:
+        while high < most and not attempt(high).fits:
             low = high + 1
             step *= 2
             high = min(guess + step, most)
-        return low, high
+        return min(low, high), high
 
     @staticmethod
     def _opens_with_user(transcript: Transcript, cuttable: Cuttable, cut: int) -> bool:

@@ -171,7 +171,12 @@ class Sifter:
             step = unit.step
             if u == first_batch:
                 first_index = len(out)
-            if stable and step is not None and self._evictable(transcript, u, state):
+            if (
+                stable
+                and step is not None
+                and step.id not in state.receipts
+                and self._evictable(transcript, u, state)
+            ):
                 stable = False
                 done.stable_end = len(out) - 1 if out else None
             if step is None:
