@@ -124,3 +124,24 @@ def count_tokens(message: Mapping[str, Any], counter: TokenCounter) -> int:
 def text_tokens(text: str, counter: TokenCounter | None) -> int:
     """The tokens of a bare text (such as tool definitions) by the counter or the estimate."""
     return counter(text) if counter is not None else ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def map_content[T](
+    content: object, text: Callable[[str], T], image: Callable[[Mapping[str, Any]], T]
+) -> list[T]:
+    """A message content's non-empty text parts and image parts, in order, each rendered by
+    `text` or `image`; a string content is one text part."""
+    if isinstance(content, str):
+        return [text(content)] if content else []
+    if not isinstance(content, Sequence):
+        return []
+    images = {id(part) for part in image_parts(content)}
+    rendered: list[T] = []
+    for part in content:
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("type") == "text" and part.get("text"):
+            rendered.append(text(part["text"]))
+        elif id(part) in images:
+            rendered.append(image(part))
+    return rendered

@@ -13,8 +13,8 @@ from satchel.sift.messages import (
     call_arguments,
     call_name,
     content_text,
-    image_parts,
     image_url,
+    map_content,
     split_data_url,
     tool_calls,
 )
@@ -142,20 +142,7 @@ def _blocks(message: Message) -> tuple[str, list[Block]]:
 
 
 def _content_blocks(content: object) -> list[Block]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    blocks: list[Block] = []
-    if not isinstance(content, Sequence):
-        return blocks
-    images = {id(part) for part in image_parts(content)}
-    for part in content:
-        if not isinstance(part, Mapping):
-            continue
-        if part.get("type") == "text" and part.get("text"):
-            blocks.append({"type": "text", "text": part["text"]})
-        elif id(part) in images:
-            blocks.append(_image_block(part))
-    return blocks
+    return map_content(content, lambda text: {"type": "text", "text": text}, _image_block)
 
 
 def _image_block(part: Mapping[str, Any]) -> Block:

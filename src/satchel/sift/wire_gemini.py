@@ -19,6 +19,7 @@ from satchel.sift.messages import (
     content_text,
     image_parts,
     image_url,
+    map_content,
     split_data_url,
     tool_calls,
 )
@@ -140,20 +141,7 @@ def _parts(message: Message, names: dict[str, str]) -> tuple[str, list[Part]]:
 
 
 def _content_parts(content: object) -> list[Part]:
-    if isinstance(content, str):
-        return [{"text": content}] if content else []
-    parts: list[Part] = []
-    if not isinstance(content, Sequence):
-        return parts
-    images = {id(part) for part in image_parts(content)}
-    for part in content:
-        if not isinstance(part, Mapping):
-            continue
-        if part.get("type") == "text" and part.get("text"):
-            parts.append({"text": part["text"]})
-        elif id(part) in images:
-            parts.append(_image(part))
-    return parts
+    return map_content(content, lambda text: {"text": text}, _image)
 
 
 def _image(part: Mapping[str, Any]) -> Part:

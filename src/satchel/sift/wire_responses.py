@@ -21,6 +21,7 @@ from satchel.sift.messages import (
     content_text,
     image_parts,
     image_url,
+    map_content,
     tool_calls,
 )
 from satchel.sift.result import SiftResult
@@ -110,20 +111,7 @@ def _output(content: object) -> str | list[Item]:
 
 
 def _input_parts(content: object) -> list[Item]:
-    if isinstance(content, str):
-        return [{"type": "input_text", "text": content}] if content else []
-    parts: list[Item] = []
-    if not isinstance(content, Sequence):
-        return parts
-    images = {id(part) for part in image_parts(content)}
-    for part in content:
-        if not isinstance(part, Mapping):
-            continue
-        if part.get("type") == "text" and part.get("text"):
-            parts.append({"type": "input_text", "text": part["text"]})
-        elif id(part) in images:
-            parts.append(_image(part))
-    return parts
+    return map_content(content, lambda text: {"type": "input_text", "text": text}, _image)
 
 
 def _image(part: Mapping[str, Any]) -> Item:
