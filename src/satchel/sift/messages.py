@@ -145,3 +145,23 @@ def map_content[T](
         elif id(part) in images:
             rendered.append(image(part))
     return rendered
+
+
+def convert_tools(
+    tools: Sequence[Mapping[str, Any]], shape: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Tool definitions in name order: each Chat Completions function tool shaped by `shape`
+    (given its `function`), any other entry copied as it is."""
+    converted: list[dict[str, Any]] = []
+    for tool in tools:
+        definition = tool.get("function")
+        converted.append(shape(definition) if isinstance(definition, Mapping) else dict(tool))
+    return sorted(converted, key=lambda entry: str(entry.get("name", "")))
+
+
+def function_head(function: Mapping[str, Any]) -> dict[str, Any]:
+    """A function tool's name, and its description when it has one."""
+    head: dict[str, Any] = {"name": function["name"]}
+    if function.get("description"):
+        head["description"] = function["description"]
+    return head

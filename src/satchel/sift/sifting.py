@@ -200,11 +200,7 @@ class Sifter:
     def _step_size(self, messages: Sequence[Message], unit: Unit, state: SiftState) -> int:
         size = self.size(messages[unit.start])
         for index in range(unit.start + 1, unit.end):
-            message = messages[index]
-            call_id = message.get("tool_call_id")
-            if call_id in state.bounded:
-                message = self._bounded_message(message, state)
-            size += self.size(message)
+            size += self.size(self._shown(messages[index], state))
         return size
 
     def _bound_active(

@@ -13,6 +13,8 @@ from satchel.sift.messages import (
     call_arguments,
     call_name,
     content_text,
+    convert_tools,
+    function_head,
     image_url,
     map_content,
     split_data_url,
@@ -33,18 +35,13 @@ def cache_breakpoint() -> dict[str, str]:
 
 def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Tool definitions in Anthropic's shape and name order; OpenAI function tools are converted."""
-    converted: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, Mapping):
-            entry: dict[str, Any] = {"name": function["name"]}
-            if function.get("description"):
-                entry["description"] = function["description"]
-            entry["input_schema"] = function.get("parameters") or {"type": "object"}
-            converted.append(entry)
-        else:
-            converted.append(dict(tool))
-    return sorted(converted, key=lambda entry: str(entry["name"]))
+    return convert_tools(
+        tools,
+        lambda function: (
+            function_head(function)
+            | {"input_schema": function.get("parameters") or {"type": "object"}}
+        ),
+    )
 
 
 def anthropic_request(

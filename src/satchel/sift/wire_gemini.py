@@ -17,6 +17,8 @@ from satchel.sift.messages import (
     call_arguments,
     call_name,
     content_text,
+    convert_tools,
+    function_head,
     image_parts,
     image_url,
     map_content,
@@ -74,20 +76,14 @@ def gemini_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One Gemini tool holding the function declarations in name order. Chat Completions function
     tools are converted (their JSON schema kept as `parameters_json_schema`); other entries are
     taken as declarations already."""
-    declarations: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, Mapping):
-            entry: dict[str, Any] = {"name": function["name"]}
-            if function.get("description"):
-                entry["description"] = function["description"]
-            if function.get("parameters"):
-                entry["parameters_json_schema"] = function["parameters"]
-            declarations.append(entry)
-        else:
-            declarations.append(dict(tool))
-    declarations.sort(key=lambda entry: str(entry.get("name", "")))
-    return [{"function_declarations": declarations}]
+    return [{"function_declarations": convert_tools(tools, _declaration)}]
+
+
+def _declaration(function: Mapping[str, Any]) -> dict[str, Any]:
+    declaration = function_head(function)
+    if function.get("parameters"):
+        declaration["parameters_json_schema"] = function["parameters"]
+    return declaration
 
 
 def gemini_request(

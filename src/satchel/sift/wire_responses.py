@@ -19,6 +19,8 @@ from satchel.sift.messages import (
     call_arguments,
     call_name,
     content_text,
+    convert_tools,
+    function_head,
     image_parts,
     image_url,
     map_content,
@@ -44,19 +46,17 @@ def responses_input(messages: Sequence[Message]) -> list[Item]:
 def responses_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Function tools in the Responses shape and name order; Chat Completions function tools are
     converted (`strict` kept, false when unset: the Chat Completions default), others kept."""
-    converted: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, Mapping):
-            entry: dict[str, Any] = {"type": "function", "name": function["name"]}
-            if function.get("description"):
-                entry["description"] = function["description"]
-            entry["parameters"] = function.get("parameters") or {"type": "object"}
-            entry["strict"] = bool(function.get("strict", False))
-            converted.append(entry)
-        else:
-            converted.append(dict(tool))
-    return sorted(converted, key=lambda entry: str(entry.get("name", "")))
+    return convert_tools(
+        tools,
+        lambda function: (
+            {"type": "function"}
+            | function_head(function)
+            | {
+                "parameters": function.get("parameters") or {"type": "object"},
+                "strict": bool(function.get("strict", False)),
+            }
+        ),
+    )
 
 
 def responses_request(
