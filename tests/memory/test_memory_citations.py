@@ -25,10 +25,17 @@ async def test_a_citation_resolves_an_authored_fact(live_server: LiveServer) -> 
         "Marta works.",
     )
     assert cited["status"] == "current" and cited["source_role"] == "user"
-    assert cited["confidence"] == 1.0
+    assert cited["confidence"] == 0.0  # no model estimate
     assert cited["known"]["until"] is None and cited["valid"]["from_inclusive"] is True
     assert uuid.UUID(cited["subject_entity_id"]) and uuid.UUID(cited["object_entity_id"])
-    for absent in ("retraction", "superseded_by", "supersession_source_observation_id", "next"):
+    for absent in (
+        "retraction",
+        "superseded_by",
+        "supersession_source_observation_id",
+        "next",
+        "generation",
+        "reinterpreted_by",
+    ):
         assert absent not in cited
     (evidence,) = cited["evidence"]
     assert uuid.UUID(evidence.pop("authored_by"))

@@ -157,6 +157,7 @@ REQUIRED = {
     "/v1/recalls": {"question"},
     "/v1/contexts": {"data_subject_id"},
     "/v1/passages/search": {"question"},
+    "/v1/reports/candidates": {"question"},
     "/v1/messages/get": {"chunk_id"},
     "/v1/records/assert": {"records"},
     "/v1/records/correct": {"records"},

@@ -144,21 +144,24 @@ def test_single_valued_predicates_supersede_and_many_valued_accumulate(
         assert previous["ended_by_observation_id"] == rome["source_observation_id"]
         assert "retraction" not in history and "next" not in history
 
-        # An older "one" fact asserted later closes what was known of the newer-starting one.
-        (earlier,) = assert_records(
-            client,
-            claim(
-                "Marta",
-                "lives_in",
-                "Rome",
-                "Marta lives in Rome.",
-                valid_from="2019-01-01T00:00:00Z",
-            ),
+        # An older "one" fact asserted later is out of order: refused, nothing changes.
+        before = client.post("/v1/records/list", json={}).json()
+        answer = client.post(
+            "/v1/records/assert",
+            json={
+                "records": [
+                    claim(
+                        "Marta",
+                        "lives_in",
+                        "Rome",
+                        "Marta lives in Rome.",
+                        valid_from="2019-01-01T00:00:00Z",
+                    )
+                ]
+            },
         )
-        rows = client.post("/v1/records/list", json={"data_subject_id": "person-1"}).json()
-        statuses = {r["id"]: r["status"] for r in rows["records"]}
-        assert statuses[rome["id"]] == "knowledge_closed"
-        assert statuses[earlier["id"]] == "current"
+        assert error(answer) == (409, "record_conflict")
+        assert client.post("/v1/records/list", json={}).json() == before
 
 
 def test_retract_checks_versions_and_closes_knowledge(live_server: LiveServer) -> None:

@@ -16,11 +16,16 @@ from satchel.memory.store.log import claim_offset, recompute_formed
 Conn = AsyncConnection[Any]
 
 CURATED_EXTRACTOR = "curated/v1"
+AUTHORED_CONFIDENCE = 0.0  # no model estimated an authored fact
 STATUS = (
     "CASE WHEN f.retracted_at IS NOT NULL THEN 'retracted'"
     " WHEN f.known_until IS NOT NULL THEN 'knowledge_closed'"
     " WHEN f.valid_until IS NOT NULL THEN 'validity_closed' ELSE 'current' END"
 )
+
+
+class RecordConflict(Exception):
+    """A single-valued fact would overlap one still believed that it cannot supersede."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,10 +236,12 @@ async def _change(
 async def _supersede(
     conn: Conn, project_id: int, fact_id: uuid.UUID, observation_id: uuid.UUID, at: datetime
 ) -> None:
-    """Close the other current facts of a single-valued predicate for the same subject.
+    """Close the validity of the current fact of a single-valued predicate for the same subject
+    where the new fact begins, when it began earlier and is still open.
 
-    One that began earlier ends its validity where the new fact begins; one that began at the
-    same time or later is no longer believed (its knowledge closes now).
+    Any other fact still believed whose validity overlaps the new one's (one that begins at the
+    same time or later, or an already closed range reaching past the new start) is out of order:
+    `RecordConflict` before any of them changes (the caller's transaction must roll back).
     """
     cursor = await conn.execute(
         "SELECT subject_entity_id, predicate, valid_from FROM facts WHERE id = %s", (fact_id,)
@@ -246,7 +253,7 @@ async def _supersede(
         "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (project_id, f"{entity_id}/{predicate}")
     )
     cursor = await conn.execute(
-        "SELECT o.id, o.valid_from FROM facts o JOIN facts n ON n.id = %(n)s"
+        "SELECT o.id, o.valid_from, o.valid_until FROM facts o JOIN facts n ON n.id = %(n)s"
         " WHERE o.project_id = n.project_id AND o.subject_entity_id = n.subject_entity_id"
         " AND o.predicate = n.predicate AND o.data_subject_id IS NOT DISTINCT FROM"
         " n.data_subject_id AND o.id <> n.id AND o.known_until IS NULL"
@@ -254,12 +261,18 @@ async def _supersede(
         " ORDER BY o.id FOR UPDATE OF o",
         {"n": fact_id},
     )
-    for old_id, old_from in await cursor.fetchall():
-        if old_from < valid_from:
-            sets = "valid_until = %(from)s, superseded_by = %(by)s"
-        else:
-            sets = "known_until = %(at)s, superseded_by = %(by)s"
-        await _change(conn, old_id, at, observation_id, sets, {"by": fact_id, "from": valid_from})
+    overlapping = await cursor.fetchall()
+    if any(until is not None or begun >= valid_from for _, begun, until in overlapping):
+        raise RecordConflict
+    for old_id, _, _ in overlapping:
+        await _change(
+            conn,
+            old_id,
+            at,
+            observation_id,
+            "valid_until = %(from)s, superseded_by = %(by)s",
+            {"by": fact_id, "from": valid_from},
+        )
 
 
 async def assert_claim(
@@ -271,7 +284,8 @@ async def assert_claim(
     at: datetime,
     ids: Written | None = None,
 ) -> Written:
-    """Store `claim` as an authored fact with its own source observation (one log offset).
+    """Store `claim` as an authored fact with its own source observation (one log offset), with
+    confidence 0 (no model estimate). A single-valued claim out of order is `RecordConflict`.
 
     `ids` fixes the fact's and the observation's ids in advance (a correction names them first).
     """
@@ -290,7 +304,7 @@ async def assert_claim(
         "INSERT INTO facts (id, project_id, data_subject_id, subject_entity_id, predicate, object,"
         " object_entity_id, statement, confidence, source_role, source_observation_id, version,"
         " valid_from, known_from, authored, recorded_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1.0, 'user', %s, %s, %s, %s, true, %s)",
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 'user', %s, %s, %s, %s, true, %s)",
         (
             fact_id,
             project_id,
@@ -300,6 +314,7 @@ async def assert_claim(
             claim.object,
             object_entity_id,
             claim.statement,
+            AUTHORED_CONFIDENCE,
             observation_id,
             uuid.uuid4(),
             valid_from,

@@ -75,7 +75,20 @@ class EvidenceNext(Answer):
     byte_start: int
 
 
+class GenerationLink(Answer):
+    """A fact rebuild generation: the one that admitted a fact, or the one that retired it."""
+
+    generation_id: str
+    extractor_version: str
+    applied_at: Instant
+
+
 class Citation(Answer):
+    """A fact's record. `generation` and `reinterpreted_by` link the rebuild generations that
+    admitted and retired it; facts are never rebuilt here, so both are always left out."""
+
+    generation: GenerationLink | None = omitted()
+    reinterpreted_by: GenerationLink | None = omitted()
     version: str
     retraction: Retracted | None = omitted()
     id: str

@@ -142,7 +142,7 @@ class CorrectItem(Body):
     expected_version: Version
     object: Name
     statement: Statement
-    valid_from: Timestamp | None = Field(default=None, description="default: the record's")
+    valid_from: Timestamp | None = Field(default=None, description="default: server time")
 
 
 class CorrectBody(Body):
@@ -341,9 +341,16 @@ async def _lock(
     *,
     open_validity: bool,
 ) -> dict[uuid.UUID, facts.Target]:
-    """Lock the batch's facts: all must be the project's (404), at the expected version and
-    still known (409; corrections also need them still valid), with bounded evidence (413)."""
+    """Lock the batch's facts. In the contract's order: more than `MAX_EVIDENCE` pieces of
+    evidence across the batch (413), then any not the project's (404), then any not at the
+    expected version or no longer known (409; corrections also need them still valid)."""
     targets = await facts.lock_targets(conn, project_id, [fact_id for fact_id, _ in pairs])
+    if sum(target.evidence for target in targets.values()) > MAX_EVIDENCE:
+        raise ApiError(
+            413,
+            "record_mutation_limit",
+            f"the batch's records hold more than {MAX_EVIDENCE} pieces of evidence; split it",
+        )
     if len(targets) != len(pairs):
         raise not_found("record not found")
     for fact_id, version in pairs:
@@ -354,13 +361,17 @@ async def _lock(
             or (open_validity and target.valid_until is not None)
         ):
             raise ApiError(409, "record_conflict", "the record changed or is closed; read it again")
-    if any(target.evidence > MAX_EVIDENCE for target in targets.values()):
-        raise ApiError(
-            413,
-            "record_mutation_limit",
-            f"a record with more than {MAX_EVIDENCE} pieces of evidence cannot be changed here",
-        )
     return targets
+
+
+def _out_of_order(index: int) -> ApiError:
+    return ApiError(
+        409,
+        "record_conflict",
+        f"records[{index}]: its validity overlaps a single-valued record still believed that it"
+        " cannot supersede (one starting at the same time or later, or a closed range); inspect"
+        " the current records",
+    )
 
 
 @router.post("/v1/records/assert", response_model=AssertAnswer, **access("write"))
@@ -377,7 +388,7 @@ async def assert_records(
                 raise _mutation(f"records[{index}].predicate: is not an admitted predicate")
         for key in sorted(key for key, _ in claims):
             await facts.lock_retry_key(conn, grant.project_id, key)
-        for key, claim in claims:
+        for index, (key, claim) in enumerate(claims):
             digest = hashlib.sha256(ASSERT_NAMESPACE.encode() + key.bytes).digest()
             printed = _fingerprint(claim)
             seen = await facts.retried(conn, grant.project_id, digest)
@@ -391,9 +402,12 @@ async def assert_records(
                     )
                 answers.append((fact_id, source_id, True))
                 continue
-            written = await facts.assert_claim(
-                conn, grant.project_id, grant.token_id, claim, admitted[claim.predicate], at
-            )
+            try:
+                written = await facts.assert_claim(
+                    conn, grant.project_id, grant.token_id, claim, admitted[claim.predicate], at
+                )
+            except facts.RecordConflict:
+                raise _out_of_order(index) from None
             await facts.remember_retry(
                 conn, grant.project_id, digest, printed, written.source_observation_id
             )
@@ -424,7 +438,7 @@ async def correct_records(
         await facts.lock_log(conn, grant.project_id)
         targets = await _lock(conn, grant.project_id, pairs, open_validity=True)
         admitted = await facts.cardinalities(conn, [t.predicate for t in targets.values()])
-        for (fact_id, _), item in zip(pairs, items, strict=True):
+        for index, ((fact_id, _), item) in enumerate(zip(pairs, items, strict=True)):
             target = targets[fact_id]
             claim = facts.Claim(
                 target.data_subject_id,
@@ -432,14 +446,17 @@ async def correct_records(
                 target.predicate,
                 item.object,
                 item.statement,
-                item.valid_from or target.valid_from,
+                item.valid_from,
             )
             ids = facts.Written(uuid.uuid4(), uuid.uuid4())
             await facts.retract(conn, target, grant.token_id, at, ids)
             cardinality = admitted.get(target.predicate, "many")
-            replacement = await facts.assert_claim(
-                conn, grant.project_id, grant.token_id, claim, cardinality, at, ids
-            )
+            try:
+                replacement = await facts.assert_claim(
+                    conn, grant.project_id, grant.token_id, claim, cardinality, at, ids
+                )
+            except facts.RecordConflict:
+                raise _out_of_order(index) from None
             written.append((fact_id, replacement))
         current = await facts.versions(conn, [w.id for _, w in written])
     return CorrectAnswer(
