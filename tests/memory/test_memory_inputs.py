@@ -150,6 +150,13 @@ BODIES: list[tuple[str, dict[str, Any], str]] = [
         {"id": U, "expected_version": U, "external_reference": "crm-1", "label": "Ann"},
         "invalid_subject",
     ),
+    (
+        "/v1/notifications/endpoints/register",
+        {"url": "https://hooks.example.com/x"},
+        "invalid_body",
+    ),
+    ("/v1/notifications/endpoints/disable", {"id": U}, "invalid_body"),
+    ("/v1/reports/candidates", {"question": "Growth?"}, "invalid_report_candidate_query"),
 ]
 # Fields whose refusals take another code than their route's: recall's question, and artifact
 # content, which is unreadable (as any non-base64 content) rather than a bad artifact.
