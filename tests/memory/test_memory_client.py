@@ -10,13 +10,14 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from client_kit import FLAVOURS, client_for, close
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_kit import LiveServer
@@ -44,71 +45,17 @@ TURN = [
 ]
 
 
-class Sync:
-    """The synchronous client behind awaitable methods, so one async test drives both clients."""
-
-    def __init__(self, client: MemoryClient) -> None:
-        self.client = client
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self.client, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return method(*args, **kwargs)
-
-        return call
-
-    async def every(self, listing: str, **given: Any) -> list[dict[str, Any]]:
-        return list(self.client.pages(getattr(self.client, listing), **given))
-
-
-class Async:
-    """The asynchronous client, with the same `every` as `Sync`."""
-
-    def __init__(self, client: AsyncMemoryClient) -> None:
-        self.client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.client, name)
-
-    async def every(self, listing: str, **given: Any) -> list[dict[str, Any]]:
-        return [page async for page in self.client.pages(getattr(self.client, listing), **given)]
-
-
-@contextmanager
-def sync_client(server: LiveServer, token: str, **options: Any) -> Iterator[Sync]:
-    with MemoryClient(server.base_url, token, **options) as client:
-        yield Sync(client)
-
-
-@pytest.fixture(params=["sync", "async"])
-async def flavour(request: pytest.FixtureRequest) -> str:
+@pytest.fixture(params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
 async def memory(live_server: LiveServer, flavour: str) -> AsyncIterator[Any]:
     """A client of project alpha, of the flavour under test."""
-    token = live_server.token("alpha")
-    if flavour == "sync":
-        with sync_client(live_server, token) as client:
-            yield client
-    else:
-        async with AsyncMemoryClient(live_server.base_url, token) as async_client:
-            yield Async(async_client)
-
-
-def client_for(server: LiveServer, flavour: str, token: str, **options: Any) -> Any:
-    if flavour == "sync":
-        return Sync(MemoryClient(server.base_url, token, **options))
-    return Async(AsyncMemoryClient(server.base_url, token, **options))
-
-
-async def close(client: Any) -> None:
-    if isinstance(client, Sync):
-        client.client.close()
-    else:
-        await client.client.aclose()
+    client = client_for(live_server, flavour, live_server.token("alpha"))
+    yield client
+    await close(client)
 
 
 # ---- turns, recall, context, passages, messages ------------------------------------------------
