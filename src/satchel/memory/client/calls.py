@@ -7,6 +7,7 @@ the very same body. The transports (`clients.py`) only send calls and sleep betw
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ def new_key() -> str:
     return str(uuid.uuid4())
 
 
-def keyed(records: Any) -> list[dict[str, Any]]:
+def keyed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The batch's records, each with its own idempotency key (a new one where it had none)."""
     return [
         dict(record) if record.get("idempotency_key") else {**record, "idempotency_key": new_key()}
