@@ -87,8 +87,8 @@ class RecordingClient(AsyncMemoryClient):
     async def observe(
         self,
         *,
-        idempotency_key: str,
         messages: Sequence[Mapping[str, Any]],
+        idempotency_key: str | None = None,
         data_subject_id: str | None = None,
         occurred_at: str | None = None,
     ) -> dict[str, Any]:

@@ -1,0 +1,36 @@
+"""Clients for the v1 contract, synchronous and asynchronous, with nothing of any framework.
+
+`MemoryClient` and `AsyncMemoryClient` cover every v1 operation with the same methods; errors are
+`MemoryServiceError` and its subclasses; `Retries` says when a refused call is sent again.
+See docs/memory/client.md.
+"""
+
+from satchel.memory.client.calls import Retries
+from satchel.memory.client.clients import AsyncMemoryClient, Freshness, MemoryClient
+from satchel.memory.client.errors import (
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    MemoryServiceError,
+    NotFound,
+    RateLimited,
+    TooLarge,
+    Unauthenticated,
+    Unavailable,
+)
+
+__all__ = [
+    "AsyncMemoryClient",
+    "Conflict",
+    "Forbidden",
+    "Freshness",
+    "InvalidRequest",
+    "MemoryClient",
+    "MemoryServiceError",
+    "NotFound",
+    "RateLimited",
+    "Retries",
+    "TooLarge",
+    "Unauthenticated",
+    "Unavailable",
+]
