@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
 from typing import Any
@@ -9,7 +10,10 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+import taisce
 from memory_kit import LiveServer
+
+from satchel.memory.config import MemorySettings, SettingError
 
 
 def b64(data: bytes) -> str:
@@ -270,8 +274,99 @@ def test_absent_content_and_bad_reads_are_invalid_artifact(alpha: httpx.Client) 
     )
     for body in ({"limit": 101}, {"limit": -1}, {"kind": "blob"}, {"after": "x"}):
         assert code(alpha, "list", **body) == (400, "invalid_artifact")
-    largest = put(alpha, str(uuid.uuid4()), bytes(512 * 1024))
-    assert largest["bytes"] == 512 * 1024
+    largest = put(alpha, str(uuid.uuid4()), bytes(256 * 1024))
+    assert largest["bytes"] == 256 * 1024
+
+
+def test_an_object_over_the_default_allowance_is_storage_capacity(
+    live_server: LiveServer, alpha: httpx.Client
+) -> None:
+    """256 KiB an object by default: more (up to the 512 KiB any allowance admits) is 429."""
+    artifact = str(uuid.uuid4())
+
+    async def store(content: bytes) -> dict[str, Any]:
+        async with taisce.Client(live_server.base_url, live_server.token("alpha")) as client:
+            return await client.put_artifact(
+                artifact_id=artifact, data_subject_id="ana", kind="file", content=content
+            )
+
+    with pytest.raises(taisce.TaisceError) as full:
+        asyncio.run(store(bytes(256 * 1024 + 1)))
+    assert (full.value.status, full.value.code) == (429, "storage_capacity")
+    answer = alpha.post(
+        "/v1/artifacts/put",
+        json={"id": artifact, "data_subject_id": "ana", "kind": "file", "content": b64(b"x" * 3)},
+    )
+    assert answer.status_code == 200 and "retry-after" not in answer.headers
+    assert [item["id"] for item in call(alpha, "list")["artifacts"]] == [artifact]
+    refused = alpha.post(
+        "/v1/artifacts/put",
+        json={
+            "id": artifact,
+            "expected_version": answer.json()["version"],
+            "data_subject_id": "ana",
+            "kind": "file",
+            "content": b64(bytes(256 * 1024 + 1)),
+        },
+    )
+    assert refused.status_code == 429 and "retry-after" not in refused.headers
+    assert call(alpha, "get", id=artifact)["content"] == b64(b"xxx")  # left as it was
+
+
+SMALL = MemorySettings(artifact_object_bytes=8, artifact_bytes=12, artifact_objects=2)
+
+
+@pytest.mark.parametrize("memory_settings", [SMALL], ids=["8-byte objects, 12 bytes, 2 objects"])
+def test_the_projects_totals_bound_what_it_holds(live_server: LiveServer) -> None:
+    first, second, third = (str(uuid.uuid4()) for _ in range(3))
+    with client(live_server, "alpha") as alpha, client(live_server, "beta") as beta:
+        one = put(alpha, first, b"12345678")
+        put(alpha, second, b"1234")
+        assert code_of(alpha, third, b"1") == (429, "storage_capacity")  # two objects already
+        assert put(alpha, first, b"12345678")["replayed"] is True  # a replay writes nothing
+        shrunk = put(alpha, first, b"123", expected_version=one["version"])  # 7 of 12 bytes
+        again = {"expected_version": shrunk["version"]}
+        assert code_of(alpha, first, b"123456789", **again) == (429, "storage_capacity")  # > 8
+        assert put(alpha, first, b"12345678", **again)["bytes"] == 8  # 12 of 12 bytes
+        version = call(alpha, "get", id=second)["version"]
+        call(alpha, "delete", id=second, expected_version=version)
+        assert code_of(alpha, third, b"12345") == (429, "storage_capacity")  # 13 of 12 bytes
+        assert put(alpha, third, b"1234")["bytes"] == 4
+        assert sum(item["bytes"] for item in call(alpha, "list")["artifacts"]) == 12
+        assert put(beta, str(uuid.uuid4()), b"12345678")["bytes"] == 8  # its own allowance
+
+
+def client(live_server: LiveServer, project: str) -> httpx.Client:
+    token = live_server.token(project)
+    return httpx.Client(base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"})
+
+
+def code_of(client: httpx.Client, artifact: str, content: bytes, **extra: Any) -> tuple[int, str]:
+    body = {"id": artifact, "data_subject_id": "ana", "kind": "state", "content": b64(content)}
+    return code(client, "put", **{**body, **extra})
+
+
+def test_allowances_are_read_from_the_environment() -> None:
+    settings = MemorySettings.from_env(
+        {
+            "SATCHEL_ARTIFACT_OBJECT_BYTES": "1024",
+            "SATCHEL_ARTIFACT_BYTES": "4096",
+            "SATCHEL_ARTIFACT_OBJECTS": "3",
+        }
+    )
+    assert (settings.artifact_object_bytes, settings.artifact_bytes) == (1024, 4096)
+    assert settings.artifact_objects == 3
+    default = MemorySettings.from_env({})
+    assert (default.artifact_object_bytes, default.artifact_bytes) == (256 * 1024, 16 * 1024**2)
+    assert default.artifact_objects == 128
+    for name, value in (
+        ("SATCHEL_ARTIFACT_OBJECT_BYTES", str(512 * 1024 + 1)),
+        ("SATCHEL_ARTIFACT_OBJECTS", "0"),
+        ("SATCHEL_ARTIFACT_BYTES", "lots"),
+        ("SATCHEL_ARTIFACT_BYTES", "100"),  # less than one object may hold
+    ):
+        with pytest.raises(SettingError, match=name):
+            MemorySettings.from_env({name: value})
 
 
 def test_read_only_tokens_read_but_do_not_write(live_server: LiveServer) -> None:

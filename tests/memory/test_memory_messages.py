@@ -178,7 +178,7 @@ def test_passage_search_answers_from_full_text_before_the_index_is_built(
         "generation_id": "",
         "through_offset": 0,
         "covered_through_offset": -1,
-        "build_state": "not_built",
+        "build_state": "building",
         "approximate": True,
     }
 

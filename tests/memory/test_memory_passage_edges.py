@@ -132,6 +132,42 @@ def test_similarity_is_a_real_score_not_relative_to_the_best(
     assert all(passage["similarity"] < 0.3 for passage in far.json()["passages"])
 
 
+def test_a_preview_is_the_first_512_characters_and_says_where_it_stops(
+    live_server: LiveServer, beta: httpx.Client
+) -> None:
+    long = "Sailing past the lighthouse, é " * 30  # 930 characters, 960 bytes
+    observe(beta, long)
+    build(live_server.database_url, project_id(live_server.database_url, "beta"))
+    answer = beta.post("/v1/passages/search", json={"question": "lighthouse sailing"})
+    (passage,) = answer.json()["passages"]
+    assert passage["preview"] == long[:512] and passage["preview_complete"] is False
+    assert passage["preview_byte_end"] == len(long[:512].encode())
+    assert passage["message_bytes"] == len(long.encode())
+    recalled = beta.post(
+        "/v1/recalls", json={"question": "lighthouse sailing", "data_subject_id": "ann"}
+    ).json()
+    assert [(p["quote"], p["complete"]) for p in recalled["passages"]] == [(long[:512], False)]
+
+
+def test_candidates_zero_is_exact_and_a_candidate_count_is_approximate(
+    live_server: LiveServer, beta: httpx.Client
+) -> None:
+    observe(beta, "My sister moved to Lisbon for a job at a bank.")
+    for other in OTHERS:
+        observe(beta, other)
+    build(live_server.database_url, project_id(live_server.database_url, "beta"))
+    question = {"question": "Where did my sister move?", "limit": 3}
+    exact = beta.post("/v1/passages/search", json=question).json()
+    named = beta.post("/v1/passages/search", json={**question, "candidates": 0}).json()
+    approximate = beta.post("/v1/passages/search", json={**question, "candidates": 40}).json()
+    assert exact["approximate"] is False and named["approximate"] is False
+    assert approximate["approximate"] is True
+    assert exact["build_state"] == approximate["build_state"] == "ready"
+    assert exact["passages"] == named["passages"]
+    assert exact["passages"][0]["preview"].startswith("My sister")
+    assert approximate["passages"][0]["preview"].startswith("My sister")
+
+
 OTHERS = [
     "The tide comes in twice a day along this coast.",
     "I have been learning to play the cello since January.",

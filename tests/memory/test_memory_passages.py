@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 import psycopg
 import pytest
+import taisce
 from memory_kit import LiveServer
 
 from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, Vectors, load_embedder
@@ -105,9 +106,12 @@ def previews(page: dict[str, Any]) -> list[str]:
 def test_full_text_answers_before_any_vector_exists(alpha: httpx.Client) -> None:
     page = search(alpha, "Where does the sister live? Lisbon?", data_subject_id="ana")
     assert previews(page)[0] == ANA[1]
-    assert page["approximate"] is True and page["build_state"] == "not_built"
+    # the exact search (candidates 0) over no vectors yet: a build in progress
+    assert page["approximate"] is False and page["build_state"] == "building"
     assert (page["generation_id"], page["covered_through_offset"]) == ("", -1)
     assert page["through_offset"] == 5
+    # the similarity of a message without a vector yet is still its cosine with the question
+    assert 0.2 < page["passages"][0]["similarity"] < 1.0
     assert search(alpha, "zebra crossing")["passages"] == []
 
 
@@ -119,7 +123,7 @@ def test_indexed_vectors_find_meaning_without_shared_words(
     # No word is shared; both puppy messages lead (the two-message turn carries its reply too),
     # and the adoption is the closest in meaning.
     assert set(previews(page)[:2]) == {ANA[0], "Any tips for the puppy?"}
-    assert page["build_state"] == "built" and page["approximate"] is False
+    assert page["build_state"] == "ready" and page["approximate"] is False
     assert page["covered_through_offset"] == page["through_offset"] == 5
     assert page["generation_id"]
     first = max(page["passages"], key=lambda passage: passage["similarity"])
@@ -131,7 +135,7 @@ def test_indexed_vectors_find_meaning_without_shared_words(
     asked = minilm.embed(["What kind of pet animal do they own?"])[0]
     for passage in page["passages"]:
         told = minilm.embed([passage["preview"]])[0]
-        assert passage["similarity"] == pytest.approx(max(0.0, float(asked @ told)), abs=0.15)
+        assert passage["similarity"] == pytest.approx(float(asked @ told), abs=0.15)
     assert 0.3 < first["similarity"] < 1.0
     music = search(alpha, "which musical instrument is being practised", data_subject_id="ana")
     assert previews(music)[0] == ANA[3]
@@ -145,10 +149,12 @@ def test_new_turns_are_searchable_by_text_while_vectors_catch_up(
     assert alpha.post("/v1/observations", json=body).status_code == 201
     page = search(alpha, "kayak", data_subject_id="ana")
     assert previews(page)[0] == "Kayak trip!"
-    assert page["build_state"] == "building" and page["approximate"] is True
+    assert page["build_state"] == "building" and page["approximate"] is False
     assert (page["covered_through_offset"], page["through_offset"]) == (5, 6)
+    kayak = minilm.embed(["kayak"])[0] @ minilm.embed(["Kayak trip!"])[0]
+    assert page["passages"][0]["similarity"] == pytest.approx(float(kayak), abs=0.05)
     assert index(live_server.database_url, minilm) == [1]
-    assert search(alpha, "kayak")["approximate"] is False
+    assert search(alpha, "kayak")["build_state"] == "ready"
 
 
 def test_subject_role_and_project_narrow_the_search(
@@ -174,24 +180,28 @@ def test_another_embedder_starts_a_new_generation(
     url = live_server.database_url
     index(url, Letters())
     stale = search(alpha, "What kind of pet animal do they own?", data_subject_id="ana")
-    assert stale["build_state"] == "stale" and stale["approximate"] is True
+    assert stale["build_state"] == "building"
     assert stale["generation_id"] == "" and stale["covered_through_offset"] == -1
     assert index(url, minilm) == [7]
     fresh = search(alpha, "What kind of pet animal do they own?", data_subject_id="ana")
-    assert fresh["build_state"] == "built"
+    assert fresh["build_state"] == "ready"
     assert set(previews(fresh)[:2]) == {ANA[0], "Any tips for the puppy?"}
 
 
-def test_without_a_model_search_falls_back_to_full_text(
+def test_without_a_model_search_is_unavailable_and_recall_degrades(
     live_server: LiveServer, alpha: httpx.Client, minilm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index(live_server.database_url, minilm)
     monkeypatch.setenv("SATCHEL_EMBEDDINGS_BASE_URL", "https://refused.example.com/v1")
     monkeypatch.setenv("SATCHEL_EMBEDDINGS_MODEL", "m")
-    page = search(alpha, "Lisbon bank", data_subject_id="ana")
-    assert previews(page)[0] == ANA[1]
-    assert page["build_state"] == "text_only" and page["approximate"] is True
-    assert search(alpha, "What kind of pet animal do they own?")["passages"] == []
+
+    async def ask() -> None:
+        async with taisce.Client(live_server.base_url, live_server.token("alpha")) as client:
+            await client.search_passages(question="Lisbon bank", data_subject_id="ana")
+
+    with pytest.raises(taisce.TaisceError) as refused:
+        asyncio.run(ask())
+    assert (refused.value.status, refused.value.code) == (503, "passage_unavailable")
     named = alpha.post(
         "/v1/recalls", json={"question": "Lisbon bank", "surfaces": ["passages"]}
     ).json()
@@ -238,7 +248,7 @@ def test_erased_messages_leave_the_index(
     assert alpha.post("/v1/erasures", json={"data_subject_id": "ben"}).status_code == 200
     page = search(alpha, "dog sofa")
     assert BEN[0] not in previews(page)
-    assert page["build_state"] == "built"
+    assert page["build_state"] == "ready"
 
 
 def observe_said(client: httpx.Client, subject: str, said: list[tuple[str, str]]) -> None:

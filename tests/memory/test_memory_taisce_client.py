@@ -73,7 +73,8 @@ async def test_the_published_client_works_unchanged(live_server: LiveServer) -> 
 
         page = await client.search_passages(question="Lisbon", limit=5, source_role="user")
         assert page["passages"][0]["preview"] == "I moved to Lisbon last spring."
-        assert page["approximate"] is True  # no vectors until the passage index is built
+        # an exact search, over no vectors until the passage index is built
+        assert (page["approximate"], page["build_state"]) == (False, "building")
         with pytest.raises(taisce.TaisceError) as blank:
             await client.search_passages(question="   ")
         assert (blank.value.status, blank.value.code) == (400, "invalid_passage_query")

@@ -10,6 +10,11 @@ from pathlib import Path
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "satchel"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DEFAULT_BODY_TIMEOUT = 10.0
+KIB = 1024
+MAX_ARTIFACT_OBJECT_BYTES = 512 * KIB  # the most any allowance may admit for one artifact
+MAX_ARTIFACT_BYTES = 1024 * KIB * KIB
+MAX_ARTIFACT_OBJECTS = 100_000
+MAX_BACKLOG = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,10 @@ class MemorySettings:
     `formation`: the extraction model (None: turns are formed without facts).
     `formation_backoff`: seconds before the first retry of a failed turn (doubling after each
     failure); after `formation_attempts` failures the turn is parked.
+    `artifact_object_bytes`, `artifact_bytes`, `artifact_objects`: each project's artifact
+    allowance (one object's bytes, all its objects' bytes, how many); beyond it a put is 429
+    `storage_capacity`. `backlog_limit`: how many of a project's turns may wait unformed before
+    an observation is 429 `rate_limited`.
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
@@ -51,6 +60,10 @@ class MemorySettings:
     formation_batch: int = 64
     worker_poll: float = 1.0
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds an admitted request's body may take
+    artifact_object_bytes: int = 256 * KIB
+    artifact_bytes: int = 16 * KIB * KIB
+    artifact_objects: int = 128
+    backlog_limit: int = 100_000
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
@@ -62,11 +75,30 @@ class MemorySettings:
     ) -> MemorySettings:
         env = os.environ if env is None else env
         folder = data_dir or env.get("SATCHEL_DATA_DIR") or DEFAULT_DATA_DIR
+        default = cls()
+        object_bytes = _count(
+            env,
+            "SATCHEL_ARTIFACT_OBJECT_BYTES",
+            default.artifact_object_bytes,
+            MAX_ARTIFACT_OBJECT_BYTES,
+        )
         return cls(
             data_dir=Path(folder).expanduser(),
             database_url=env.get("SATCHEL_DATABASE_URL") or None,
             formation=formation_from_env(env),
             body_timeout=_seconds(env, "SATCHEL_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
+            artifact_object_bytes=object_bytes,
+            artifact_bytes=_count(
+                env,
+                "SATCHEL_ARTIFACT_BYTES",
+                max(default.artifact_bytes, object_bytes),
+                MAX_ARTIFACT_BYTES,
+                least=object_bytes,
+            ),
+            artifact_objects=_count(
+                env, "SATCHEL_ARTIFACT_OBJECTS", default.artifact_objects, MAX_ARTIFACT_OBJECTS
+            ),
+            backlog_limit=_count(env, "SATCHEL_BACKLOG_LIMIT", default.backlog_limit, MAX_BACKLOG),
         )
 
 
@@ -85,6 +117,20 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise SettingError(f"{name} must be a number of seconds, not {text!r}") from None
     if not 0 < value < float("inf"):
         raise SettingError(f"{name} must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int, most: int, *, least: int = 1) -> int:
+    """A whole number in `least..most` from `env[name]`, or `default` when it is unset."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise SettingError(f"{name} must be a whole number, not {text!r}") from None
+    if not least <= value <= most:
+        raise SettingError(f"{name} must be from {least} to {most}, not {text!r}")
     return value
 
 

@@ -292,8 +292,8 @@ Searched = tuple[list[RecalledPassage], bool]
 
 
 async def _passages(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None) -> Searched:
-    """Up to 8 passages of observed turns (authored records answer as facts), and whether their
-    ranking had vectors behind it."""
+    """Up to 8 passages of observed turns (authored records answer as facts), and whether an
+    embedder read the question (otherwise they were ranked by full text alone)."""
     roles = tuple(ask.controls.source_roles)
     scope = Scope(project_id, ask.data_subject_id or "", roles, turns_only=True)
     found = await search_passages(
@@ -319,7 +319,7 @@ async def _passages(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | 
                 complete=len(quote.encode("utf-8")) == hit.message_bytes,
             )
         )
-    return passages, found.build_state != "text_only"
+    return passages, found.embedded
 
 
 async def recall(

@@ -53,7 +53,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.pool = pool
-    app.state.appender = Appender(pool, formed=settings.form_on_store)
+    app.state.appender = Appender(
+        pool, formed=settings.form_on_store, backlog=settings.backlog_limit
+    )
     app.state.settings = settings
     app.state.gate = Gate(
         pool, Admission(settings.work_limit, settings.project_limit, settings.token_limit)

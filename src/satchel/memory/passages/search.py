@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import heapq
 import itertools
+import json
 import math
 import uuid
 import weakref
@@ -19,19 +20,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 from psycopg import AsyncConnection, pq, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
 from satchel.memory.passages.periods import Period, named_periods, shifted
-from satchel.memory.store.messages import cut
 from satchel.memory.store.terms import frequencies, tsquery_lexeme
 
 Conn = AsyncConnection[Any]
 
 NO_OFFSET = -1
 DEFAULT_CANDIDATES = 200
-PREVIEW_BYTES = 1024
+PREVIEW_CHARACTERS = 512
 K1 = 0.7  # BM25 term saturation
 B = 0.4  # BM25 length normalization
 TEXT_WEIGHT = 0.35  # share of the best-normalized BM25 score; the rest is cosine similarity
@@ -83,7 +84,9 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One found message, its place in the log, and its similarity to the question (0..1)."""
+    """One found message, its place in the log, and its similarity to the question: the cosine
+    similarity (-1..1) of the two as the embedder reads them, or without an embedder the share of
+    the question's term weight the message holds (0..1)."""
 
     chunk_id: uuid.UUID
     source_id: uuid.UUID
@@ -93,8 +96,8 @@ class Hit:
     occurred_at: datetime
     similarity: float
 
-    def preview(self, limit: int = PREVIEW_BYTES) -> str:
-        return cut(self.content.encode("utf-8"), 0, limit).decode("utf-8")
+    def preview(self, limit: int = PREVIEW_CHARACTERS) -> str:
+        return self.content[:limit]
 
     @property
     def message_bytes(self) -> int:
@@ -119,12 +122,16 @@ class Coverage:
 
 @dataclass(frozen=True, slots=True)
 class Found:
+    """A search's hits and how complete the index behind them is; `embedded`: an embedder read
+    the question, so every similarity is a cosine (otherwise the ranking was full text alone)."""
+
     generation_id: str
     through_offset: int
     covered_through_offset: int
     build_state: str
     approximate: bool
     hits: list[Hit]
+    embedded: bool = True
 
 
 # The project's coverage and each word's lexemes, in one statement (one round trip, no pipeline).
@@ -325,8 +332,22 @@ def _idf(total: int, frequency: int) -> float:
     return math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
 
 
-async def vector_ranking(conn: Conn, scope: Scope, vector: str, count: int) -> Ranking:
-    """Up to `count` embedded messages nearest to `vector`, with their cosine similarity (HNSW)."""
+EXACT_NEAREST = sql.SQL(
+    # Materialized, so the planner cannot answer the ordering from an HNSW graph instead.
+    "WITH s AS MATERIALIZED (SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
+    " FROM message_vectors v WHERE {}) SELECT id, 1 - distance AS score FROM s"
+    " ORDER BY distance, id LIMIT %s"
+)
+
+
+async def vector_ranking(
+    conn: Conn, scope: Scope, vector: str, count: int, exact: bool = False
+) -> Ranking:
+    """Up to `count` embedded messages nearest to `vector`, with their cosine similarity: over
+    HNSW, or with `exact`, by comparing the question with every embedded message in scope."""
+    if exact:
+        where, params = scope.where("v")
+        return await _ranked(conn, EXACT_NEAREST.format(where), [vector, *params, count])
     where, params = scope.where("v", kind=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
@@ -506,13 +527,20 @@ HitRows = dict[uuid.UUID, tuple[Any, ...]]
 async def ask_hits(
     conn: Conn, chunks: list[uuid.UUID], vector: str | None, terms: Terms
 ) -> Callable[[], Awaitable[HitRows]]:
-    """Send the statement that reads `chunks` with their similarity to the question (the
-    cosine similarity of their vectors, at least 0, or without one the share of the question's
-    term weight they hold); the returned call reads its rows. In a pipeline, the statement
-    travels with the next one sent."""
+    """Send the statement that reads `chunks` with the cosine similarity of their vectors to
+    `vector` (NULL without one, or without `vector`) and the share of the question's term weight
+    they hold; the returned call reads its rows. In a pipeline, the statement travels with the
+    next one sent."""
     weight = sum(idf for _, idf in terms.weights)
     share: sql.Composable = sql.SQL("0.0")
     values: list[Any] = []
+    cosine: sql.Composable = sql.SQL("NULL::float8")
+    if vector is not None:
+        cosine = sql.SQL(
+            "(SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
+            " WHERE v.message_id = m.id)"
+        )
+        values.append(vector)
     if weight:
         held = sql.SQL(" + ").join(
             sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)")
@@ -521,17 +549,10 @@ async def ask_hits(
         share = sql.SQL("({}) / %s").format(held)
         values += [value for pair in terms.weights for value in pair]
         values.append(weight)
-    similarity = share
-    if vector is not None:
-        similarity = sql.SQL(
-            "coalesce((SELECT greatest(0.0, 1 - (v.embedding <=> %s::vector))"
-            " FROM message_vectors v WHERE v.message_id = m.id), {})"
-        ).format(share)
-        values.insert(0, vector)
     query = sql.SQL(
-        "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}"
+        "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}, {}"
         " FROM messages m WHERE m.id = ANY(%s)"
-    ).format(similarity)
+    ).format(cosine, share)
     cursor = await conn.execute(query, [*values, chunks])
 
     async def rows() -> HitRows:
@@ -540,14 +561,37 @@ async def ask_hits(
     return rows
 
 
-def hits_in(ranked: list[tuple[uuid.UUID, float]], rows: HitRows) -> list[Hit]:
-    """The ranked messages that `rows` hold, in order."""
+def hits_in(
+    ranked: list[tuple[uuid.UUID, float]], rows: HitRows, cosines: dict[uuid.UUID, float]
+) -> list[Hit]:
+    """The ranked messages that `rows` hold, in order, each with its cosine similarity (from
+    its row, else from `cosines`) or without either its share of the question's term weight."""
     hits = []
     for chunk, _ in ranked:
         if chunk in rows:
-            _, source, ordinal, role, content, occurred_at, close = rows[chunk]
+            _, source, ordinal, role, content, occurred_at, cosine, share = rows[chunk]
+            close: float = share if cosine is None else cosine
+            close = cosines.get(chunk, close)
             hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, min(1.0, close)))
     return hits
+
+
+async def unvectored_cosines(
+    rows: HitRows, embedder: Embedder, literal: str
+) -> dict[uuid.UUID, float] | None:
+    """The cosine similarity to the question (`literal`, as embedded) of the messages in `rows`
+    that have no vector of the project's generation yet, embedded now; None when the embedder
+    fails."""
+    missing = [(chunk, row[4]) for chunk, row in rows.items() if row[6] is None]
+    if not missing:
+        return {}
+    try:
+        vectors = await asyncio.to_thread(embedder.embed, [content for _, content in missing])
+    except EmbedderUnavailable:
+        return None
+    question = np.asarray(json.loads(literal), dtype=np.float32)
+    chunks = [chunk for chunk, _ in missing]
+    return {chunk: float(row @ question) for chunk, row in zip(chunks, vectors, strict=True)}
 
 
 async def ranked_hits(
@@ -557,10 +601,10 @@ async def ranked_hits(
     vector: str | None,
     terms: Terms,
     limit: int,
-) -> list[Hit]:
-    """The `limit` best messages after their neighbours' shares (`with_neighbours`). The best
-    `SPECULATED` x `limit` before those shares are read in the same round trip as the
-    neighbours; a message the shares lift from further down is read after."""
+) -> tuple[list[tuple[uuid.UUID, float]], HitRows]:
+    """The `limit` best messages after their neighbours' shares (`with_neighbours`), and their
+    rows (`ask_hits`). The best `SPECULATED` x `limit` before those shares are read in the same
+    round trip as the neighbours; a message the shares lift from further down is read after."""
     likely = heapq.nlargest(limit * SPECULATED, scores, key=scores.__getitem__)
     async with conn.pipeline():
         read = await ask_hits(conn, likely, vector, terms)
@@ -569,7 +613,8 @@ async def ranked_hits(
     missing = [chunk for chunk, _ in ranked if chunk not in rows and chunk not in likely]
     if missing:
         rows.update(await (await ask_hits(conn, missing, vector, terms))())
-    return hits_in(ranked, rows)
+    chosen = {chunk for chunk, _ in ranked}
+    return ranked, {chunk: row for chunk, row in rows.items() if chunk in chosen}
 
 
 def embed_question(embedder: Embedder | None, question: str) -> asyncio.Future[str | None]:
@@ -609,17 +654,11 @@ def _remember(key: tuple[str, str], done: asyncio.Future[str | None]) -> None:
         _recent.popitem(last=False)
 
 
-def _build_state(embedder: Embedder | None, state: Coverage, vectored: bool) -> str:
-    """`built` when vectors cover the whole log; otherwise why the ranking is approximate."""
-    if embedder is None:
-        return "text_only"
-    if not state.generation_id:
-        return "not_built"
-    if state.embedder != embedder.identity:
-        return "stale"
-    if not vectored:
-        return "text_only"
-    return "built" if state.covered_through_offset >= state.through_offset else "building"
+def _build_state(state: Coverage, usable: bool) -> str:
+    """`ready` when the configured embedder's vectors cover the whole log, else `building`: the
+    worker has newer messages to embed, or a generation for this embedder to build."""
+    covered = usable and state.covered_through_offset >= state.through_offset
+    return "ready" if covered or state.through_offset == NO_OFFSET else "building"
 
 
 async def search_passages(
@@ -629,12 +668,16 @@ async def search_passages(
     *,
     limit: int,
     candidates: int = 0,
+    exact: bool = False,
     embedder: Embedder | None,
 ) -> Found:
     """The `limit` best messages for `question`, and how complete the index behind them is.
 
-    With no usable vectors (no embedder, or vectors of another embedder), the ranking is full
-    text alone and the answer says it is approximate.
+    `candidates` (default `DEFAULT_CANDIDATES`) bounds each ranking; `exact` compares the
+    question with every embedded message in scope instead of walking the HNSW graph. Messages
+    without a vector of the embedder's generation are ranked by full text, and their cosine
+    similarity is measured on the spot. With no embedder that can run, the ranking is full text
+    alone and the answer says `embedded` is false.
     """
     pool = max(candidates or DEFAULT_CANDIDATES, limit)
     # The embedder starts on the likely focus at once, in a thread, while the database weighs
@@ -647,24 +690,30 @@ async def search_passages(
         state, per_word = await coverage_and_lexemes(conn, scope.project_id, question.split())
         usable = embedder is not None and state.embedder == embedder.identity
         terms = await weigh(conn, scope, question, per_word, state.counted_through_offset)
-        if not usable or terms.focused != guess:
-            embedding = embed_question(embedder if usable else None, terms.focused)
+        if terms.focused != guess:
+            embedding = embed_question(embedder, terms.focused)
         text = await text_ranking(conn, scope, terms, pool, vectored=usable)
     finally:
         await asyncio.wait({early, embedding})
         early.exception()  # retrieved, so an unused guess that failed stays quiet
-    vector = await embedding
-    nearest = await vector_ranking(conn, scope, vector, pool) if vector is not None else []
+    literal = await embedding
+    # Only the project's own generation's vectors can be compared with this question's.
+    vector = literal if usable else None
+    nearest = await vector_ranking(conn, scope, vector, pool, exact) if vector is not None else []
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
     scores = fuse(text, nearest, dated)
-    hits = await ranked_hits(conn, scores, places(text, nearest, dated), vector, terms, limit)
-    build_state = _build_state(embedder, state, vector is not None)
+    place_of = places(text, nearest, dated)
+    ranked, rows = await ranked_hits(conn, scores, place_of, vector, terms, limit)
+    cosines = None
+    if embedder is not None and literal is not None:
+        cosines = await unvectored_cosines(rows, embedder, literal)
     return Found(
         generation_id=state.generation_id if usable else "",
         through_offset=state.through_offset,
         covered_through_offset=state.covered_through_offset if usable else NO_OFFSET,
-        build_state=build_state,
-        approximate=build_state != "built",
-        hits=hits,
+        build_state=_build_state(state, usable),
+        approximate=not exact,
+        hits=hits_in(ranked, rows, cosines or {}),
+        embedded=cosines is not None,
     )

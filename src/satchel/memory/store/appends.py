@@ -27,25 +27,31 @@ MAX_GROUP_BYTES = 1 << 20  # and about this much content (a bigger turn goes alo
 ATTEMPTS = 3  # a retry key first used meanwhile elsewhere is seen on the next try
 
 
+Outcome = int | Retry | None  # an offset, what a retry key names, or None: the backlog is full
+
+
 @dataclass(slots=True)
 class _Waiting:
     turn: NewTurn
-    answer: asyncio.Future[int | Retry]
+    answer: asyncio.Future[Outcome]
 
 
 class Appender:
     """Appends turns through `pool`, grouping those of one project that arrive together."""
 
-    def __init__(self, pool: AsyncConnectionPool, *, formed: bool) -> None:
-        """`formed`: turns count as formed at once (no worker forms them)."""
+    def __init__(self, pool: AsyncConnectionPool, *, formed: bool, backlog: int) -> None:
+        """`formed`: turns count as formed at once (no worker forms them); `backlog`: how many
+        offsets of a project may wait above its formed watermark (see `append_group`)."""
         self.pool = pool
         self.formed = formed
+        self.backlog = backlog
         self._waiting: dict[int, list[_Waiting]] = {}
         self._writers: dict[int, asyncio.Task[None]] = {}
 
-    async def append(self, project_id: int, turn: NewTurn) -> int | Retry:
-        """The turn's log offset, or what its retry key already names (nothing is written)."""
-        answer: asyncio.Future[int | Retry] = asyncio.get_running_loop().create_future()
+    async def append(self, project_id: int, turn: NewTurn) -> Outcome:
+        """The turn's log offset, or what its retry key already names, or None when the
+        project's backlog is full (in both, nothing is written)."""
+        answer: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(project_id, []).append(_Waiting(turn, answer))
         if project_id not in self._writers:
             self._writers[project_id] = asyncio.create_task(self._write(project_id))
@@ -91,13 +97,15 @@ class Appender:
         for item, outcome in zip(group, answers, strict=True):
             _answer(item, outcome)
 
-    async def _attempt(self, project_id: int, turns: list[NewTurn]) -> list[int | Retry]:
+    async def _attempt(self, project_id: int, turns: list[NewTurn]) -> list[Outcome]:
         tries = 0
         while True:
             tries += 1
             try:
                 async with autocommitting(self.pool) as conn:
-                    return await append_group(conn, project_id, turns, formed=self.formed)
+                    return await append_group(
+                        conn, project_id, turns, formed=self.formed, backlog=self.backlog
+                    )
             except errors.UniqueViolation as exc:
                 if not _retry_key_raced(exc) or tries == ATTEMPTS:
                     raise
@@ -126,7 +134,7 @@ def _retry_key_raced(exc: errors.UniqueViolation) -> bool:
     return exc.diag.constraint_name == RETRY_KEY
 
 
-def _answer(item: _Waiting, outcome: int | Retry | BaseException) -> None:
+def _answer(item: _Waiting, outcome: Outcome | BaseException) -> None:
     if item.answer.done():  # its request went away
         return
     if isinstance(outcome, Exception):

@@ -2,7 +2,9 @@
 
 Creating an artifact writes its source observation (kind `artifact`, formed at once), which
 claims a log offset. An id once used stays used: after a delete (a tombstone) or an erasure (the
-retry key outlives the rows), putting it again is a conflict.
+retry key outlives the rows), putting it again is a conflict. A write that would take the project
+past its allowance (one object's bytes, all objects' bytes, how many) is refused; one that does
+not grow what the project holds never is, so a lowered allowance still lets objects shrink.
 """
 
 from __future__ import annotations
@@ -28,6 +30,49 @@ class ArtifactConflict(Exception):
 
 class ArtifactMissing(Exception):
     """No live artifact with that id (and subject) in the project."""
+
+
+class StorageCapacity(Exception):
+    """The write would take the project past its artifact allowance."""
+
+
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """What one project's artifacts may hold: bytes of one object, bytes of all, how many.
+    Expired artifacts count until they are removed."""
+
+    object_bytes: int
+    total_bytes: int
+    objects: int
+
+
+async def _admit(
+    conn: Conn, project_id: int, allowance: Allowance, before: int | None, after: int
+) -> None:
+    """Refuse a write that grows the project's artifacts (`before`: the object's bytes now,
+    None for a new object; `after`: its bytes once written) past `allowance`. Growing writes
+    of a project take turns, so two cannot both fit in the last room."""
+    creating = before is None
+    grown = after - (before or 0)
+    if not creating and grown <= 0:
+        return
+    if after > allowance.object_bytes:
+        raise StorageCapacity(f"one artifact may hold {allowance.object_bytes} bytes")
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"artifact-usage:{project_id}",)
+    )
+    cursor = await conn.execute(
+        "SELECT count(*), coalesce(sum(octet_length(content)), 0) FROM artifacts"
+        " WHERE project_id = %s",
+        (project_id,),
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    objects, held = row
+    if creating and objects + 1 > allowance.objects:
+        raise StorageCapacity(f"the project may hold {allowance.objects} artifacts")
+    if held + grown > allowance.total_bytes:
+        raise StorageCapacity(f"the project's artifacts may hold {allowance.total_bytes} bytes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +187,15 @@ async def _create(conn: Conn, project_id: int, principal: uuid.UUID, write: Arti
 
 
 async def put(
-    conn: Conn, project_id: int, principal: uuid.UUID, write: ArtifactWrite
+    conn: Conn, project_id: int, principal: uuid.UUID, write: ArtifactWrite, allowance: Allowance
 ) -> tuple[Metadata, bool]:
-    """Create, overwrite or replay; returns the stored metadata and whether it was a replay."""
+    """Create, overwrite or replay within `allowance` (else `StorageCapacity`); returns the
+    stored metadata and whether it was a replay."""
     async with conn.transaction():
         await _lock(conn, project_id, write.id)
         cursor = await conn.execute(
             "SELECT data_subject_id, kind, version, previous_version, creation_digest,"
-            f" last_digest FROM artifacts WHERE {_LIVE} FOR UPDATE",
+            f" last_digest, octet_length(content) FROM artifacts WHERE {_LIVE} FOR UPDATE",
             {"p": project_id, "id": write.id},
         )
         row = await cursor.fetchone()
@@ -158,9 +204,10 @@ async def put(
         if row is None:
             if write.expected_version is not None:
                 raise ArtifactMissing
+            await _admit(conn, project_id, allowance, None, len(write.content))
             await _create(conn, project_id, principal, write)
         else:
-            subject, kind, version, previous, created, last = row
+            subject, kind, version, previous, created, last, held = row
             if subject != write.subject or kind != write.kind:
                 raise ArtifactConflict
             if write.expected_version is None:
@@ -168,6 +215,7 @@ async def put(
                     raise ArtifactConflict
                 replayed = True
             elif write.expected_version == version:
+                await _admit(conn, project_id, allowance, held, len(write.content))
                 await conn.execute(
                     "UPDATE artifacts SET name = %(n)s, content = %(c)s,"
                     " previous_version = version, version = %(v)s, last_digest = %(d)s,"

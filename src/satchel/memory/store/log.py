@@ -1,5 +1,11 @@
 """The observation log: appending turns (idempotently), contiguous per-project offsets and the
-formed watermark."""
+formed watermark.
+
+An append claims offsets only while the project's backlog (its offsets above the formed
+watermark: `stored - formed`, both on the project's row, which the append locks anyway) stays
+within the limit it is given; otherwise it writes nothing, and a retry key already used still
+answers what it names.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +35,8 @@ _APPEND_ONE = (
     "  LEFT JOIN observations o ON o.id = r.observation_id"
     "  WHERE r.project_id = %(p)s AND r.key_digest = (%(d)s::bytea[])[1]),"
     " claimed AS (UPDATE projects SET stored = COALESCE(stored, -1) + 1{moved}"
-    "  WHERE id = %(p)s AND NOT EXISTS (SELECT 1 FROM seen) RETURNING stored),"
+    "  WHERE id = %(p)s AND NOT EXISTS (SELECT 1 FROM seen)"
+    "  AND COALESCE(stored, -1) - COALESCE(formed, -1) < %(backlog)s RETURNING stored),"
     " turn AS (INSERT INTO observations (id, project_id, log_offset, data_subject_id,"
     "  occurred_at, formed_at) SELECT (%(o)s::uuid[])[1], %(p)s, stored, (%(s)s::text[])[1],"
     "  (%(t)s::timestamptz[])[1], CASE WHEN %(formed)s THEN now() END FROM claimed"
@@ -53,7 +60,9 @@ _APPEND_GROUP = (
     "  count(*) OVER () AS total FROM given g WHERE g.n NOT IN (SELECT n FROM seen)),"
     " claimed AS (UPDATE projects SET stored = COALESCE(stored, -1)"
     "  + (SELECT count(*) FROM fresh){moved}"
-    "  WHERE id = %(p)s AND EXISTS (SELECT 1 FROM fresh) RETURNING stored),"
+    "  WHERE id = %(p)s AND EXISTS (SELECT 1 FROM fresh)"
+    "  AND COALESCE(stored, -1) - COALESCE(formed, -1) + (SELECT count(*) FROM fresh)"
+    "  <= %(backlog)s RETURNING stored),"
     " turn AS (INSERT INTO observations (id, project_id, log_offset, data_subject_id,"
     "  occurred_at, formed_at) SELECT f.id, %(p)s, c.stored - f.total + f.k, f.subject, f.at,"
     "  CASE WHEN %(formed)s THEN now() END FROM fresh f, claimed c"
@@ -123,12 +132,13 @@ class NewTurn:
 
 
 async def append_group(
-    conn: Conn, project_id: int, turns: list[NewTurn], *, formed: bool
-) -> list[int | Retry]:
+    conn: Conn, project_id: int, turns: list[NewTurn], *, formed: bool, backlog: int
+) -> list[int | Retry | None]:
     """Append `turns` (no two with one retry key) in one statement that commits itself (`conn`
     autocommits), so the project's row is locked for that statement and its commit alone; for
-    each turn, its log offset, or what its retry key already names (it is then not written).
-    `formed`: the turns count as formed at once (no worker forms them)."""
+    each turn, its log offset, or what its retry key already names (it is then not written), or
+    None when the new turns would take the project's backlog past `backlog` offsets (none of
+    them is written). `formed`: the turns count as formed at once (no worker forms them)."""
     said = [(turn, m) for turn in turns for m in turn.messages]
     ordinals = [i for turn in turns for i in range(len(turn.messages))]
     cursor = await conn.execute(
@@ -136,6 +146,7 @@ async def append_group(
         {
             "p": project_id,
             "formed": formed,
+            "backlog": backlog,
             "o": [turn.observation_id for turn in turns],
             "s": [turn.subject for turn in turns],
             "t": [turn.occurred_at for turn in turns],
@@ -154,7 +165,7 @@ async def append_group(
     outcomes: dict[int, int | Retry] = {}
     for n, offset, seen, observation in await cursor.fetchall():
         outcomes[n] = offset if seen is None else Retry(bytes(seen), observation, offset)
-    return [outcomes[n] for n in range(1, len(turns) + 1)]
+    return [outcomes.get(n) for n in range(1, len(turns) + 1)]
 
 
 async def claim_offset(conn: Conn, project_id: int) -> int:

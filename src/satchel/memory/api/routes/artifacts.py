@@ -17,10 +17,12 @@ from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.store import artifacts
 from satchel.memory.store.artifacts import (
     MAX_ARTIFACT_BYTES,
+    Allowance,
     ArtifactConflict,
     ArtifactMissing,
     ArtifactWrite,
     Metadata,
+    StorageCapacity,
 )
 
 router = APIRouter(route_class=StrictRoute)
@@ -149,13 +151,22 @@ async def put_artifact(
     write = ArtifactWrite(
         uuid.UUID(body.id), body.data_subject_id, body.kind, body.name or "", body.content, expected
     )
+    settings = request.app.state.settings
+    allowance = Allowance(
+        settings.artifact_object_bytes, settings.artifact_bytes, settings.artifact_objects
+    )
     try:
         async with request.app.state.pool.connection() as conn:
-            stored, replayed = await artifacts.put(conn, grant.project_id, grant.token_id, write)
+            stored, replayed = await artifacts.put(
+                conn, grant.project_id, grant.token_id, write, allowance
+            )
     except ArtifactConflict:
         raise conflict() from None
     except ArtifactMissing:
         raise missing() from None
+    except StorageCapacity as full:
+        # No Retry-After: waiting frees nothing; deleting artifacts or a larger allowance does.
+        raise ApiError(429, "storage_capacity", f"artifact allowance is full: {full}") from None
     return ArtifactWritten.model_validate({**metadata(stored), "replayed": replayed})
 
 

@@ -173,6 +173,13 @@ async def observe(
     )
     if isinstance(outcome, int):
         return Receipt(id=str(observation_id), scope=grant.project, log_offset=outcome)
+    if outcome is None:
+        raise ApiError(
+            429,
+            "rate_limited",
+            "too many turns are waiting to form; retry later with the same idempotency key",
+            headers={"Retry-After": "1"},
+        )
     if outcome.observation_id is None or outcome.fingerprint != print_:
         raise ApiError(
             409,

@@ -1,4 +1,9 @@
-"""`POST /v1/passages/search`: validated controls over the hybrid passage index."""
+"""`POST /v1/passages/search`: validated controls over the hybrid passage index.
+
+With no embedder that can run the search is refused (503 `passage_unavailable`), as the
+contract says, although full text alone could rank: a caller reading 200 would take a ranking
+by words for one by meaning. Recall, which can say so in `degraded`, still answers.
+"""
 
 from __future__ import annotations
 
@@ -78,7 +83,7 @@ class PassagePage(Answer):
 
 @dataclass(frozen=True, slots=True)
 class PassageQuery:
-    """A search the index can run: a question and bounded controls (0 candidates = default)."""
+    """A search the index can run: a question and bounded controls (0 candidates: exact)."""
 
     question: str
     limit: int
@@ -102,9 +107,18 @@ def query_of(body: PassageRequest) -> PassageQuery:
     )
 
 
+def unavailable() -> ApiError:
+    return ApiError(
+        503, "passage_unavailable", "no embedding model can run: passage search needs one"
+    )
+
+
 async def search(request: Request, grant: Grant, query: PassageQuery) -> PassagePage:
-    """Run `query` in the grant's project over the passage index."""
+    """Run `query` in the grant's project over the passage index, or 503 `passage_unavailable`
+    when no embedder can read the question."""
     embedder = await query_embedder()
+    if embedder is None:
+        raise unavailable()
     scope = Scope(grant.project_id, query.subject, (query.role,) if query.role else ())
     async with request.app.state.pool.connection() as conn:
         found = await search_passages(
@@ -113,8 +127,11 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
             query.question,
             limit=query.limit,
             candidates=query.candidates,
+            exact=query.candidates == 0,
             embedder=embedder,
         )
+    if not found.embedded:
+        raise unavailable()
     return PassagePage(
         generation_id=found.generation_id,
         through_offset=found.through_offset,
