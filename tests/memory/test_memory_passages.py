@@ -110,8 +110,10 @@ def test_full_text_answers_before_any_vector_exists(alpha: httpx.Client) -> None
     assert page["approximate"] is False and page["build_state"] == "building"
     assert (page["generation_id"], page["covered_through_offset"]) == ("", -1)
     assert page["through_offset"] == 5
-    # the similarity of a message without a vector yet is still its cosine with the question
-    assert 0.2 < page["passages"][0]["similarity"] < 1.0
+    # a message without a vector yet is not embedded on the request path: its similarity is
+    # its share of the question's term weight, and the other messages hold less of it
+    shares = [passage["similarity"] for passage in page["passages"]]
+    assert shares[0] == 1.0 and all(0.0 <= share < 1.0 for share in shares[1:])
     assert search(alpha, "zebra crossing")["passages"] == []
 
 
@@ -151,10 +153,13 @@ def test_new_turns_are_searchable_by_text_while_vectors_catch_up(
     assert previews(page)[0] == "Kayak trip!"
     assert page["build_state"] == "building" and page["approximate"] is False
     assert (page["covered_through_offset"], page["through_offset"]) == (5, 6)
+    # not embedded yet: the whole of the question's term weight, until the worker's cosine
+    assert page["passages"][0]["similarity"] == 1.0
+    assert index(live_server.database_url, minilm) == [1]
+    page = search(alpha, "kayak", data_subject_id="ana")
+    assert page["build_state"] == "ready"
     kayak = minilm.embed(["kayak"])[0] @ minilm.embed(["Kayak trip!"])[0]
     assert page["passages"][0]["similarity"] == pytest.approx(float(kayak), abs=0.05)
-    assert index(live_server.database_url, minilm) == [1]
-    assert search(alpha, "kayak")["build_state"] == "ready"
 
 
 def test_subject_role_and_project_narrow_the_search(

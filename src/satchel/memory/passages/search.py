@@ -10,7 +10,6 @@ import asyncio
 import hashlib
 import heapq
 import itertools
-import json
 import math
 import uuid
 import weakref
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 from psycopg import AsyncConnection, pq, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
@@ -561,37 +559,16 @@ async def ask_hits(
     return rows
 
 
-def hits_in(
-    ranked: list[tuple[uuid.UUID, float]], rows: HitRows, cosines: dict[uuid.UUID, float]
-) -> list[Hit]:
-    """The ranked messages that `rows` hold, in order, each with its cosine similarity (from
-    its row, else from `cosines`) or without either its share of the question's term weight."""
+def hits_in(ranked: list[tuple[uuid.UUID, float]], rows: HitRows) -> list[Hit]:
+    """The ranked messages that `rows` hold, in order, each with its cosine similarity, or,
+    when the worker has not embedded it yet, its share of the question's term weight."""
     hits = []
     for chunk, _ in ranked:
         if chunk in rows:
             _, source, ordinal, role, content, occurred_at, cosine, share = rows[chunk]
             close: float = share if cosine is None else cosine
-            close = cosines.get(chunk, close)
             hits.append(Hit(chunk, source, ordinal, role, content, occurred_at, min(1.0, close)))
     return hits
-
-
-async def unvectored_cosines(
-    rows: HitRows, embedder: Embedder, literal: str
-) -> dict[uuid.UUID, float] | None:
-    """The cosine similarity to the question (`literal`, as embedded) of the messages in `rows`
-    that have no vector of the project's generation yet, embedded now; None when the embedder
-    fails."""
-    missing = [(chunk, row[4]) for chunk, row in rows.items() if row[6] is None]
-    if not missing:
-        return {}
-    try:
-        vectors = await asyncio.to_thread(embedder.embed, [content for _, content in missing])
-    except EmbedderUnavailable:
-        return None
-    question = np.asarray(json.loads(literal), dtype=np.float32)
-    chunks = [chunk for chunk, _ in missing]
-    return {chunk: float(row @ question) for chunk, row in zip(chunks, vectors, strict=True)}
 
 
 async def ranked_hits(
@@ -675,8 +652,9 @@ async def search_passages(
 
     `candidates` (default `DEFAULT_CANDIDATES`) bounds each ranking; `exact` compares the
     question with every embedded message in scope instead of walking the HNSW graph. Messages
-    without a vector of the embedder's generation are ranked by full text, and their cosine
-    similarity is measured on the spot. With no embedder that can run, the ranking is full text
+    without a vector of the embedder's generation are ranked by full text, their similarity
+    their share of the question's term weight (nothing is embedded here but the question). With
+    no embedder that can run, the ranking is full text
     alone and the answer says `embedded` is false.
     """
     pool = max(candidates or DEFAULT_CANDIDATES, limit)
@@ -705,15 +683,12 @@ async def search_passages(
     scores = fuse(text, nearest, dated)
     place_of = places(text, nearest, dated)
     ranked, rows = await ranked_hits(conn, scores, place_of, vector, terms, limit)
-    cosines = None
-    if embedder is not None and literal is not None:
-        cosines = await unvectored_cosines(rows, embedder, literal)
     return Found(
         generation_id=state.generation_id if usable else "",
         through_offset=state.through_offset,
         covered_through_offset=state.covered_through_offset if usable else NO_OFFSET,
         build_state=_build_state(state, usable),
         approximate=not exact,
-        hits=hits_in(ranked, rows, cosines or {}),
-        embedded=cosines is not None,
+        hits=hits_in(ranked, rows),
+        embedded=literal is not None,
     )
