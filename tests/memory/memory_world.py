@@ -51,7 +51,8 @@ def assert_record(
 
 class World:
     """A project (alpha) with Ann (turns, authored and corrected records, a fact formed from a
-    turn, a segment, an artifact, a registry entry) and Bob, who names the same company."""
+    turn and feedback about it, a segment, an artifact, a registry entry) and Bob, who names
+    the same company."""
 
     def __init__(self, server: LiveServer, project: str = "alpha") -> None:
         self.project = project
@@ -115,6 +116,12 @@ class World:
                 conn, project_id, ANN, self.ann_turns[1], ("Ann Lynch", "Cork"), "lives_in"
             )
             self.segment = seed.segment(conn, project_id, ANN, self.ann_turns, "Ann-summary")
+        reported = self.http.post(
+            "/v1/feedback/record",
+            json={"record_id": str(self.formed_fact), "note": "Ann-feedback moved to Galway"},
+        )
+        assert reported.status_code == 200, reported.text
+        self.feedback = reported.json()["id"]
 
     def erase(self, **body: Any) -> httpx.Response:
         return self.http.post("/v1/erasures", json=body)

@@ -44,6 +44,7 @@ def test_subject_erasure_receipt_counts_every_kind(live_server: LiveServer) -> N
     assert deleted["fact_history"] >= 2  # the corrected record's, the formed fact's
     assert deleted["entity"] == 4  # Ann Lynch, Ensera, Ensera Labs, Cork as Ann named them
     assert (deleted["segment"], deleted["agent_artifact"], deleted["data_subject"]) == (1, 1, 1)
+    assert deleted["feedback"] == 1
     assert set(receipt["residual"]) == set(deleted) - {"observation"}
     assert not any(receipt["residual"].values())
     assert receipt["clean"] is True
@@ -155,10 +156,11 @@ def test_erasure_by_source_takes_only_those_turns(live_server: LiveServer) -> No
     assert receipt["clean"] is True
     deleted = receipt["deleted"]
     assert "data_subject" not in deleted
-    # The turn, its message, the fact formed from it with its evidence and history, the segment
-    # built on it, and "Cork", which nothing else names; "Ann Lynch" is still named elsewhere.
+    # The turn, its message, the fact formed from it with its evidence, history and feedback,
+    # the segment built on it, and "Cork", which nothing else names; "Ann Lynch" is still named
+    # elsewhere.
     assert (deleted["observation"], deleted["message"], deleted["fact"]) == (1, 1, 1)
-    assert (deleted["fact_evidence"], deleted["fact_history"]) == (1, 1)
+    assert (deleted["fact_evidence"], deleted["fact_history"], deleted["feedback"]) == (1, 1, 1)
     assert (deleted["segment"], deleted["agent_artifact"], deleted["entity"]) == (1, 0, 1)
     rows = world.export(data_subject_id=ANN)["rows"]
     assert (rows["observation"], rows["fact"], rows["entity"]) == (5, 2, 3)
@@ -269,7 +271,10 @@ def test_export_sections_hold_the_raw_rows(live_server: LiveServer) -> None:
     assert sections["record_retraction"][0]["fact_id"] == world.record["id"]
     assert {e["name"] for e in sections["entity"]} == {"Ann Lynch", "Ensera", "Ensera Labs", "Cork"}
     assert sections["segment"][0]["summary"] == "Ann-summary"
-    assert sections["agent_artifact"][0]["content"] == "QW5uLWFydGlmYWN0LWJ5dGVz"
+    assert [(f["id"], f["fact_id"]) for f in sections["feedback"]] == [
+        (world.feedback, str(world.formed_fact))
+    ]
+    assert sections["agent_artifact"][0]["content"] == "\\x" + b"Ann-artifact-bytes".hex()
     assert sections["data_subject"][0]["id"] == world.registry
     assert all("project_id" not in row for rows in sections.values() for row in rows)
     assert "Bob" not in answer.text

@@ -157,6 +157,17 @@ BODIES: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("/v1/notifications/endpoints/disable", {"id": U}, "invalid_body"),
     ("/v1/reports/candidates", {"question": "Growth?"}, "invalid_report_candidate_query"),
+    (
+        "/v1/feedback/record",
+        {"record_id": U, "note": "Wrong.", "proposed_object": "Acme"},
+        "invalid_feedback",
+    ),
+    (
+        "/v1/feedback/list",
+        {"record_id": U, "after": {"recorded_at": T, "id": U}},
+        "invalid_feedback",
+    ),
+    ("/v1/feedback/promote", {"id": U, "expected_version": U}, "invalid_feedback"),
 ]
 # Fields whose refusals take another code than their route's: recall's question, and artifact
 # content, which is unreadable (as any non-base64 content) rather than a bad artifact.
@@ -300,7 +311,7 @@ def test_every_timestamp_outside_utc_is_refused(
         )
         if kind == "date-time"
     }
-    assert seen >= len(timed) == 7
+    assert seen >= len(timed) == 8
 
 
 def test_text_the_schema_calls_not_blank_is_stored(alpha: httpx.Client) -> None:

@@ -169,6 +169,8 @@ REQUIRED = {
     "/v1/artifacts/delete": {"id", "expected_version"},
     "/v1/subjects/register": {"idempotency_key"},
     "/v1/subjects/update": {"id", "expected_version"},
+    "/v1/feedback/record": {"record_id", "note"},
+    "/v1/feedback/promote": {"id", "expected_version"},
 }
 EXACTLY_ONE = {
     "/v1/erasures": ["data_subject_id", "source_observation_ids"],

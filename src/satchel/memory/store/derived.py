@@ -92,6 +92,12 @@ KINDS: tuple[Kind, ...] = (
         detach=f"UPDATE facts SET superseded_by = NULL WHERE superseded_by IN {FACTS}",
     ),
     Kind(
+        "feedback",
+        "feedback",
+        f"t.project_id = %(p)s AND t.fact_id IN {FACTS}",
+        "t.recorded_at, t.id",
+    ),
+    Kind(
         "fact_evidence",
         "fact_evidence",
         f"t.fact_id IN {FACTS} OR t.observation_id IN {SOURCES}",

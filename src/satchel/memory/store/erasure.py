@@ -15,9 +15,10 @@ from satchel.memory.store.terms import counted_subjects, recount
 
 ATTEMPTS = 3
 
-# The order rows go in: evidence before facts, facts before the entities they name, everything
-# before the observations whose deletion would otherwise cascade.
+# The order rows go in: feedback and evidence before facts, facts before the entities they name,
+# everything before the observations whose deletion would otherwise cascade.
 ORDER = (
+    "feedback",
     "fact_evidence",
     "fact_history",
     "record_retraction",

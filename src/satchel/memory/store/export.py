@@ -16,17 +16,11 @@ class ExportTooLarge(Exception):
 
 
 def _row(kind: Kind) -> str:
-    """A row as JSON without the internal project key or search columns; artifact content as
-    standard base64."""
-    row = "to_jsonb(t) - 'project_id'" + "".join(
+    """A row as JSON without the internal project key or search columns; `bytea` columns (an
+    artifact's content among them) as PostgreSQL renders them, `\\x` and hex."""
+    return "to_jsonb(t) - 'project_id'" + "".join(
         f" - '{column}'" for column in DERIVED_COLUMNS.get(kind.name, ())
     )
-    if kind.name == "agent_artifact":
-        row = (
-            f"{row} || jsonb_build_object('content',"
-            " translate(encode(t.content, 'base64'), E'\\n', ''))"
-        )
-    return row
 
 
 async def export(conn: Conn, scope: Scope) -> dict[str, list[Any]]:
