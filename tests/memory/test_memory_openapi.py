@@ -168,6 +168,9 @@ REQUIRED = {
     "/v1/artifacts/delete": {"id", "expected_version"},
     "/v1/subjects/register": {"idempotency_key"},
     "/v1/subjects/update": {"id", "expected_version"},
+    "/v1/entities/get": {"id"},
+    "/v1/entities/candidates": {"question"},
+    "/v1/entities/purge": {"id"},
 }
 EXACTLY_ONE = {
     "/v1/erasures": ["data_subject_id", "source_observation_ids"],
