@@ -88,8 +88,8 @@ def test_entities_are_listed_in_pages_by_id_and_got_by_id(live_server: LiveServe
         }
         assert listed(client)["entities"] == entities  # the default page holds them all
 
-        subject_id = client.post("/v1/records/list", json={}).json()["records"]
-        marta = next(r for r in subject_id if r["id"] == record["id"])["subject_entity_id"]
+        records = client.post("/v1/records/list", json={}).json()["records"]
+        marta = next(r for r in records if r["id"] == record["id"])["subject_entity_id"]
         got = client.post("/v1/entities/get", json={"id": marta})
         assert got.status_code == 200, got.text
         answer = got.json()
