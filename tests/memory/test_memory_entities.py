@@ -326,6 +326,10 @@ def test_recall_anchors_on_a_similar_spelling(live_server: LiveServer) -> None:
         assert bundle["reach"]["anchored"] == 0 and bundle["reach"]["named_nothing_known"]
         other = recall(client, "Where does Jon work?", data_subject_id="person-2")
         assert other["facts"] == [] and other["anchors"] == []
+        erased = client.post("/v1/erasures", json={"data_subject_id": SUBJECT})
+        assert erased.status_code == 200 and erased.json()["clean"] is True
+        after = recall(client, "Where does Jon work?")
+        assert after["facts"] == [] and after["anchors"] == []
 
 
 def test_an_exact_name_is_preferred_to_a_similar_one(live_server: LiveServer) -> None:
