@@ -168,6 +168,10 @@ BODIES: list[tuple[str, dict[str, Any], str]] = [
         "invalid_feedback",
     ),
     ("/v1/feedback/promote", {"id": U, "expected_version": U}, "invalid_feedback"),
+    ("/v1/entities/list", {"after": {"id": U}}, "invalid_entity_page"),
+    ("/v1/entities/get", {"id": U}, "invalid_entity_page"),
+    ("/v1/entities/candidates", {"question": "Jon"}, "invalid_entity_candidate_query"),
+    ("/v1/entities/purge", {"id": U, "reason": "merged"}, "invalid_body"),
 ]
 # Fields whose refusals take another code than their route's: recall's question, and artifact
 # content, which is unreadable (as any non-base64 content) rather than a bad artifact.

@@ -171,6 +171,9 @@ REQUIRED = {
     "/v1/subjects/update": {"id", "expected_version"},
     "/v1/feedback/record": {"record_id", "note"},
     "/v1/feedback/promote": {"id", "expected_version"},
+    "/v1/entities/get": {"id"},
+    "/v1/entities/candidates": {"question"},
+    "/v1/entities/purge": {"id"},
 }
 EXACTLY_ONE = {
     "/v1/erasures": ["data_subject_id", "source_observation_ids"],

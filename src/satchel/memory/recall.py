@@ -1,4 +1,5 @@
-"""Recall: anchor a question on known entities, walk facts 1..2 hops, charge a character budget."""
+"""Recall: anchor a question on known entities (exact names, else similar spellings), walk facts
+1..2 hops, charge a character budget."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ from typing import Any
 
 from satchel.memory.passages.embedder import Embedder
 from satchel.memory.passages.search import Scope, search_passages
+from satchel.memory.spelling import WINDOW, offered, ranked
 from satchel.memory.store.citations import Evidence, first_evidence
-from satchel.memory.store.entities import Conn, Entity, entities_named, normalize
+from satchel.memory.store.entities import (
+    Conn,
+    Entity,
+    entities_named,
+    entities_spelled_like,
+    normalize,
+)
 from satchel.memory.store.facts import HopRow, facts_touching
 
 SURFACES = ("facts", "reports", "passages")
@@ -23,28 +31,34 @@ MAX_TERMS = 512
 MAX_TERM_BYTES = 32_768
 MAX_ANCHORS = 256
 FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
-WINDOW = 4  # words in the longest term
 MAX_PASSAGES = 8
 PASSAGE_CANDIDATES = 40  # per ranking (full text, vectors): enough to choose 8 from
+MAX_SIMILAR = 4  # anchors found by a similar spelling, when no name matched exactly
+SIMILAR_PER_WINDOW = 64  # entities sharing a window's spelling key that are scored
 
 
 class QuestionRefused(ValueError):
     """The question cannot be recalled on (blank, too long, too many terms or names)."""
 
 
-def words(question: str) -> list[str]:
-    """Lowercase words: split on whitespace and punctuation (but ' and -), trimmed of ' and -."""
+def written(question: str) -> list[str]:
+    """Words as written: split on whitespace and punctuation (but ' and -), trimmed of ' and -."""
     found: list[str] = []
     current: list[str] = []
     for char in [*question, " "]:
         if char.isspace() or (unicodedata.category(char).startswith("P") and char not in "'-"):
             word = "".join(current).strip("'-")
             if word:
-                found.append(normalize(word))
+                found.append(word)
             current = []
         else:
             current.append(char)
     return found
+
+
+def words(question: str) -> list[str]:
+    """The question's words, normalized (lowercase)."""
+    return [normalize(word) for word in written(question)]
 
 
 def terms(question: str) -> list[str]:
@@ -284,8 +298,28 @@ def _co_derive(facts: list[RecalledFact]) -> None:
 
 def _anchors(found_terms: list[str], matched: list[Entity]) -> list[Anchor]:
     order = {term: index for index, term in enumerate(found_terms)}
-    ranked = sorted(matched, key=lambda entity: (order[entity.normalized], entity.id))
-    return [Anchor(str(e.id), e.name, e.kind, e.normalized) for e in ranked]
+    exact = sorted(matched, key=lambda entity: (order[entity.normalized], entity.id))
+    return [Anchor(str(e.id), e.name, e.kind, e.normalized) for e in exact]
+
+
+async def _similar(conn: Conn, project_id: int, ask: Ask) -> list[Anchor]:
+    """Up to 4 entities the question names under a close spelling ("Jon" for "John"), each
+    marked `similar:<similarity>:<window>`."""
+    windows = offered(written(ask.question))
+    if not windows:
+        return []
+    found = await entities_spelled_like(
+        conn, project_id, ask.data_subject_id, windows, SIMILAR_PER_WINDOW
+    )
+    return [
+        Anchor(
+            str(s.entity.id),
+            s.entity.name,
+            s.entity.kind,
+            f"similar:{s.similarity:.2f}:{s.window}",
+        )
+        for s in ranked(found)[:MAX_SIMILAR]
+    ]
 
 
 Searched = tuple[list[RecalledPassage], bool]
@@ -368,6 +402,8 @@ async def _recall(
         raise QuestionRefused("question matches too many names; ask about fewer")
     wants_facts = "facts" in controls.surfaces
     anchors = _anchors(found_terms, matched) if wants_facts else []
+    if wants_facts and not matched and found_terms:
+        anchors = await _similar(conn, project_id, ask)
     degraded: list[str] = []
     facts: list[RecalledFact] = []
     truncated = spent = False
@@ -397,7 +433,8 @@ async def _recall(
         if any(not fact.evidence.context for fact in facts):
             degraded.append("citation_context")
         _co_derive(facts)
-    if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or not anchors):
+    unnamed = not anchors or not matched  # reports answer when no name matched exactly
+    if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or unnamed):
         degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
     passages: list[RecalledPassage] = []
     if "passages" in controls.surfaces and not spent:
@@ -411,7 +448,7 @@ async def _recall(
         if ask.surfaces_named and not vectored:
             degraded.append("passages")
     per_anchor = Counter(fact.anchored_on for fact in facts)
-    anchored = len(anchors) if wants_facts else len(matched)
+    anchored = len(matched)  # exact names only: similar spellings are a guess
     return Bundle(
         controls=controls,
         anchors=anchors,
