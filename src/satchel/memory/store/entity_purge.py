@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from satchel.memory.store.entities import Conn
+from satchel.memory.store.facts import lock_log
 
 # The facts whose subject or object is the entity.
 ON_ENTITY = (
@@ -82,6 +83,9 @@ async def purge_entity(
     `confirm`ed; otherwise the same transaction is rolled back."""
     params = {"p": project_id, "e": entity_id}
     async with conn.transaction(force_rollback=not confirm):
+        # The project's log lock first, as erasures, corrections and appends take it, so a purge
+        # waits for them (and they for it) instead of deadlocking.
+        await lock_log(conn, project_id)
         cursor = await conn.execute(
             "SELECT name FROM entities WHERE project_id = %(p)s AND id = %(e)s FOR UPDATE", params
         )
