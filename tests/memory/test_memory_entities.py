@@ -207,8 +207,22 @@ def test_a_purge_counts_claims_from_turns_of_nobody(live_server: LiveServer) -> 
     with api(live_server) as client:
         assert_records(
             client,
-            claim("Acme", "located_in", "Cork", "Acme is in Cork.", data_subject_id=None),
-            claim("Acme", "located_in", "Dublin", "Acme is in Dublin.", data_subject_id=None),
+            claim(
+                "Acme",
+                "located_in",
+                "Cork",
+                "Acme is in Cork.",
+                data_subject_id=None,
+                valid_from="2020-01-01T00:00:00Z",
+            ),
+            claim(
+                "Acme",
+                "located_in",
+                "Dublin",
+                "Acme is in Dublin.",
+                data_subject_id=None,
+                valid_from="2024-01-01T00:00:00Z",
+            ),
         )
         answer = purge(client, named(client, "Acme")).json()
         assert answer["contributing_subjects"] == 0
