@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,7 @@ class Deployment:
 
     base_url: str
     database_url: str
+    output: Callable[[], str]  # what the server wrote so far
     project: str
 
     def token(self, *, read_only: bool = False) -> str:
@@ -92,7 +94,7 @@ class Deployment:
 
 
 @pytest.fixture(scope="module")
-def shared(pg_admin_url: str) -> Iterator[tuple[str, str]]:
+def shared(pg_admin_url: str) -> Iterator[tuple[str, str, Callable[[], str]]]:
     """One `satchel serve` with no worker for the module, on a database it migrates itself:
     its address and the database's URL. Each test works in a project of its own."""
     name = f"satchel_test_mcp_{uuid.uuid4().hex[:12]}"
@@ -101,14 +103,14 @@ def shared(pg_admin_url: str) -> Iterator[tuple[str, str]]:
     url = with_database(pg_admin_url, name)
     try:
         with serve(url, "--role", "api") as server:
-            yield server.base_url, url
+            yield server.base_url, url, server.output
     finally:
         with psycopg.connect(pg_admin_url, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture
-def served(shared: tuple[str, str]) -> Deployment:
+def served(shared: tuple[str, str, Callable[[], str]]) -> Deployment:
     return Deployment(*shared, f"mcp-{uuid.uuid4().hex[:12]}")
 
 
@@ -116,7 +118,7 @@ def served(shared: tuple[str, str]) -> Deployment:
 def served_with_worker(db_url: str) -> Iterator[Deployment]:
     """`satchel serve` as it runs by default, its worker forming what is stored."""
     with serve(db_url) as server:
-        yield Deployment(server.base_url, db_url, "alpha")
+        yield Deployment(server.base_url, db_url, server.output, "alpha")
 
 
 @asynccontextmanager
@@ -393,6 +395,13 @@ async def test_the_token_is_checked_before_any_mcp(served: Deployment) -> None:
         assert "mcp-session-id" not in answer.headers
         result = answer.json()["result"]
         assert result["isError"] is False
+        rid = answer.headers["x-request-id"]  # the forwarded call's access line shares it
+        line = re.compile(rf"route=(\S+) status=200 \S+ request_id={rid}$", re.M)
+        for _ in range(100):  # a line is written once its answer has gone
+            if len(lines := line.findall(served.output())) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert lines == ["/v1/freshness", "/mcp"]
         assert (
             result["structuredContent"]
             == (await client.get("/v1/freshness", headers=signed)).json()

@@ -38,7 +38,6 @@ from satchel.memory.api.strict import MAX_BODY_BYTES
 MCP_PATH = "/mcp"
 INNER_BASE = "http://satchel.memory"  # the in-process address tools forward to
 ENVELOPE_BYTES = 2 * MAX_BODY_BYTES  # a tool call's JSON-RPC body: a v1 body and its wrapping
-FORWARDED = ("authorization", "x-request-id")
 COMBINATORS = ("anyOf", "oneOf", "allOf", "not")
 INSTRUCTIONS = (
     "Long-term memory of this project. Recall before deciding what may already be known, observe "
@@ -262,7 +261,9 @@ class McpEndpoint:
         if tool.method == "GET" and arguments:
             return refused(400, BODY, f"{tool.name} takes no arguments")
         assert self.inner is not None and isinstance(ctx.request, Request)
-        headers = {k: v for k, v in ctx.request.headers.items() if k in FORWARDED}
+        headers = {"authorization": ctx.request.headers.get("authorization", "")}
+        if rid := ctx.request.scope.get("state", {}).get("request_id"):
+            headers["x-request-id"] = rid  # the forwarded call's access line shares the id
         body = json.dumps(arguments).encode() if tool.method == "POST" else None
         if body is not None:
             headers["content-type"] = "application/json"
