@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 import httpx
@@ -172,6 +172,14 @@ TOOLS = (
 BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
+def implementation_version() -> str:
+    """satchel's version for `serverInfo`; empty when it runs from a source tree, not installed."""
+    try:
+        return version("satchel")
+    except PackageNotFoundError:
+        return ""
+
+
 def refused(status: int, code: str, message: str) -> types.CallToolResult:
     """A tool error the model can read: `<status> <code>: <message>`."""
     text = f"{status} {code}: {message}"
@@ -203,7 +211,7 @@ class McpEndpoint:
         self.gate = gate
         self.server: Server[Any] = Server(
             "satchel-memory",
-            version=version("satchel"),
+            version=implementation_version(),
             instructions=INSTRUCTIONS,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
