@@ -22,8 +22,8 @@ def _walk(routes: Iterable[BaseRoute], prefix: str) -> Iterator[tuple[str, set[s
 
 
 def served(app: FastAPI) -> list[tuple[str, set[str], Any]]:
-    """Every served route but the schema itself."""
-    return [r for r in _walk(app.routes, "") if r[0] != app.openapi_url]
+    """Every served route but the schema itself and `/mcp` (JSON-RPC, not a v1 route)."""
+    return [r for r in _walk(app.routes, "") if r[0] not in (app.openapi_url, "/mcp")]
 
 
 def memory_app() -> FastAPI:

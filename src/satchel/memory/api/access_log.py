@@ -3,7 +3,8 @@ answer: the client's when it is well formed, else a new one.
 
 A line holds the method, the route's template (the path, without its query string, when no route
 matched), the status, the duration in milliseconds and the request id; never a header, a query
-string or a body. The same values ride on the log record as attributes of those names.
+string or a body. The same values ride on the log record as attributes of those names. The id
+is also `request.state.request_id`, so a request made on a request's behalf can carry it.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ class AccessLog:
             await send(message)
 
         try:
-            await self.app(scope, receive, answer)
+            await self.app(
+                {**scope, "state": {**scope.get("state", {}), "request_id": rid}}, receive, answer
+            )
         except BaseException:
             status = status or 500
             raise

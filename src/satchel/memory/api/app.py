@@ -7,11 +7,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from satchel.memory.api.access_log import AccessLog
 from satchel.memory.api.errors import install_error_handlers
 from satchel.memory.api.gate import Admission, Gate
+from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
 from satchel.memory.api.routes import ROUTERS
 from satchel.memory.config import MemorySettings
 from satchel.memory.store.appends import Appender
@@ -40,7 +42,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await pool.open()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await pool.close()
 
@@ -63,6 +66,8 @@ def create_app(
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    mcp = McpEndpoint(app, app.state.gate)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["POST"], include_in_schema=False))
 
     @app.get("/health", include_in_schema=True)
     async def health() -> JSONResponse:

@@ -99,7 +99,8 @@ class Gate:
         self.admission = admission
         self.lookups = 0
 
-    async def __call__(self, request: Request, access: Access) -> Callable[[], None]:
+    async def identify(self, request: Request) -> Grant:
+        """The grant of the request's bearer token, or 401 `unauthenticated` (no slot taken)."""
         token = bearer(request)
         # Credential lookups happen before admission, so they are bounded too: past the limit,
         # or when no connection frees up in time, the request is refused instead of waiting.
@@ -119,7 +120,10 @@ class Gate:
             self.lookups -= 1
         if row is None:
             raise unauthenticated()
-        grant = Grant(row[0], row[1], row[2], row[3] == "read_only")
+        return Grant(row[0], row[1], row[2], row[3] == "read_only")
+
+    async def __call__(self, request: Request, access: Access) -> Callable[[], None]:
+        grant = await self.identify(request)
         release = self.admission.acquire(grant)
         if access == "write" and grant.read_only:
             release()
