@@ -31,6 +31,7 @@ from satchel.memory.api.errors import ApiError, error_response, failed
 from satchel.memory.api.gate import Gate
 from satchel.memory.api.routes.citations import CitationBody
 from satchel.memory.api.routes.contexts import ContextRequest
+from satchel.memory.api.routes.feedback import FeedbackRecordRequest
 from satchel.memory.api.routes.observations import Observation
 from satchel.memory.api.routes.recalls import RecallBody
 from satchel.memory.api.strict import MAX_BODY_BYTES
@@ -56,27 +57,6 @@ def input_schema(model: type[BaseModel], *required: str) -> dict[str, Any]:
 
 
 NO_INPUT: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
-# `POST /v1/feedback/record`'s fields, as the contract states them.
-FEEDBACK_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "record_id": {"type": "string", "format": "uuid", "description": "the record (fact_id)"},
-        "note": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 16384,
-            "description": "what is wrong with the record, in up to 16,384 UTF-8 bytes",
-        },
-        "proposed_object": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 1024,
-            "description": "the object it should have; promoting corrects to it, else retracts",
-        },
-    },
-    "required": ["record_id", "note"],
-    "additionalProperties": False,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +143,7 @@ TOOLS = (
         "report_feedback",
         "POST",
         "/v1/feedback/record",
-        FEEDBACK_INPUT,
+        input_schema(FeedbackRecordRequest),
         True,
         "Flag a record as wrong, with a note and optionally the object it should have. The record"
         " is not changed; a person decides what to do. Same as POST /v1/feedback/record.",
