@@ -48,7 +48,8 @@ def test_recalls_with_passages_answer_on_a_pool_of_one(live_server: LiveServer) 
             }
             assert client.post("/v1/observations", json=body).status_code == 201
         places = [
-            claim("Ana", "lives_in", f"Place {n}", f"Ana lives in Place {n}.") for n in range(20)
+            claim("Ana", "interested_in", f"Place {n}", f"Ana is interested in Place {n}.")
+            for n in range(20)
         ]
         assert_records(client, *places)
 
