@@ -250,6 +250,41 @@ def test_a_stale_version_is_a_record_conflict_and_the_report_stays_open(
         assert [f["id"] for f in listed(client, open_only=True)["feedback"]] == [made["id"]]
 
 
+def test_a_replacement_out_of_order_is_a_record_conflict_and_nothing_changes(
+    live_server: LiveServer,
+) -> None:
+    """A proposed object replaces the record from now on. Correcting a later record of a
+    single-valued predicate would overlap the earlier one it closed, so the promotion is refused
+    whole."""
+    with api(live_server) as client:
+        past, future = assert_records(
+            client,
+            claim(
+                "Ann Lynch",
+                "lives_in",
+                "Cork",
+                "Ann lived in Cork.",
+                valid_from="2020-01-01T00:00:00Z",
+            ),
+            claim(
+                "Ann Lynch",
+                "lives_in",
+                "Galway",
+                "Ann will live in Galway.",
+                valid_from="2090-01-01T00:00:00Z",
+            ),
+        )
+        before, earlier = cite(client, future["id"]), cite(client, past["id"])
+        made = report(client, future["id"], "It will be Kerry.", "Kerry")
+        answer = promote(client, made["id"], before["version"])
+        assert error(answer) == (409, "record_conflict")
+        assert "correct that record" in answer.json()["error"]["message"]
+        assert cite(client, future["id"]) == before
+        assert cite(client, past["id"]) == earlier
+        assert [f["id"] for f in listed(client, open_only=True)["feedback"]] == [made["id"]]
+        assert len(ok(client.post("/v1/records/list", json={}))["records"]) == 2
+
+
 def test_a_second_promotion_is_refused(live_server: LiveServer) -> None:
     with api(live_server) as client:
         record = ann_works_at(client)
