@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -56,3 +58,16 @@ def error(answer: httpx.Response) -> tuple[int, str]:
 def stored(client: httpx.Client) -> int | None:
     value: int | None = client.get("/v1/freshness").json()["stored"]
     return value
+
+
+def at_once(*calls: tuple[httpx.Client, str, dict[str, Any]]) -> list[httpx.Response]:
+    """POST each `(client, path, body)` from its own thread, released together; the answers."""
+    start = threading.Barrier(len(calls))
+
+    def post(call: tuple[httpx.Client, str, dict[str, Any]]) -> httpx.Response:
+        client, path, body = call
+        start.wait()
+        return client.post(path, json=body)
+
+    with ThreadPoolExecutor(len(calls)) as threads:
+        return list(threads.map(post, calls))

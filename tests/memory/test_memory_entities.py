@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from memory_kit import LiveServer
-from records_kit import api, assert_records, claim, error
+from records_kit import api, assert_records, at_once, claim, error
 
 from satchel.memory.spelling import THRESHOLD, similarity
 
@@ -230,6 +230,45 @@ def test_a_purge_counts_claims_from_turns_of_nobody(live_server: LiveServer) -> 
         assert answer["claims_from_unattributed_turns"] == 2
         assert answer["removed"]["fact"] == 2 and answer["removed"]["fact_history"] == 1
         assert "reason" not in answer
+
+
+def test_a_purge_racing_an_erasure_both_finish_and_leave_nothing(live_server: LiveServer) -> None:
+    """A purge and an erasure of the subject whose facts name the entity take the same locks in
+    the same order: both answer (the purge may find the entity already gone), none deadlocks."""
+    with api(live_server) as setup:
+        racers = [api(live_server) for _ in range(2)]
+        try:
+            for n in range(6):
+                subject = f"person-{n}"
+                assert_records(
+                    setup,
+                    claim(
+                        "Marta",
+                        "works_at",
+                        "Ensera",
+                        "Marta works at Ensera.",
+                        data_subject_id=subject,
+                    ),
+                    claim(
+                        "Marta", "lives_in", "Cork", "Marta lives in Cork.", data_subject_id=subject
+                    ),
+                )
+                marta = named(setup, "Marta")
+                purged, erased = at_once(
+                    (racers[0], "/v1/entities/purge", {"id": marta, "confirm": True}),
+                    (racers[1], "/v1/erasures", {"data_subject_id": subject}),
+                )
+                assert erased.status_code == 200, erased.text
+                assert purged.status_code in (200, 404), purged.text
+                assert error(setup.post("/v1/entities/get", json={"id": marta})) == (
+                    404,
+                    "not_found",
+                )
+                rows = setup.post("/v1/exports", json={"data_subject_id": subject}).json()["rows"]
+                assert rows["fact"] == 0 and rows["message"] == 0
+        finally:
+            for racer in racers:
+                racer.close()
 
 
 NAMES = ("Marta", "Olga", "Niamh", "Cork")
