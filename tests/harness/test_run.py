@@ -12,6 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from satchel import cli
 from satchel.cli import app
 from satchel.harness.scripted import ScriptedModelServer
 
@@ -250,12 +251,16 @@ def test_no_key_or_provider_body_reaches_a_record_or_a_log_line(
         assert secret not in caplog.text
 
 
-def test_the_games_and_profiles_are_listed(runner: CliRunner) -> None:
+def test_the_games_and_profiles_are_listed(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     games = runner.invoke(app, ["run", "--list-games"])
     assert games.exit_code == 0, games.output
     for game in ("maze-0001", "tapx-0001", "lamp-0001"):
         assert game in games.output
-    configs = runner.invoke(app, ["run", "--list-configs"], env={"COLUMNS": "200"})
+    # Wide enough for a row a line; the console read its width when the CLI was imported.
+    monkeypatch.setattr(cli.console, "width", 200)
+    configs = runner.invoke(app, ["run", "--list-configs"])
     assert configs.exit_code == 0, configs.output
     for profile_id, adapter_id in (
         ("qwen3-open-weight-continuous", "open_source.chat_completions.v1"),

@@ -1,5 +1,11 @@
 """Fixtures of the memory tests: a real PostgreSQL (embedded, or SATCHEL_DATABASE_URL), one fresh
-database per test cloned from a migrated template, and the real service on a loopback port."""
+database per test cloned from a migrated template, and the real service on a loopback port.
+
+The embedded test server runs without fsync (a throwaway folder: only an operating-system crash
+could lose its writes, and no test makes one). A test's service is stopped, and its database
+dropped, behind the next test by one teardown thread, in order: a stop waits out uvicorn's
+shutdown ticks, which the next test need not.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -19,7 +26,27 @@ from satchel.memory.config import MemorySettings
 from satchel.memory.store.database import migrate
 from satchel.memory.store.embedded import start_embedded
 
-TEMPLATE = "satchel_test_template"
+# One template a test process: parallel workers (pytest-xdist) may share one external server.
+TEMPLATE = "satchel_test_template_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
+UNSAFE_FOR_SPEED = ("fsync", "synchronous_commit", "full_page_writes")
+
+
+class Teardowns:
+    """Stops and drops run in order on one thread; `drain` waits for them and raises the first
+    failure."""
+
+    def __init__(self) -> None:
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="teardown")
+        self.pending: list[Future[None]] = []
+
+    def later(self, job: Callable[[], None]) -> None:
+        self.pending = [done for done in self.pending if not done.done() or done.exception()]
+        self.pending.append(self.thread.submit(job))
+
+    def drain(self) -> None:
+        self.thread.shutdown(wait=True)
+        for done in self.pending:
+            done.result()
 
 
 @pytest.fixture(scope="session")
@@ -37,6 +64,10 @@ def pg_admin_url() -> Iterator[str]:
     else:
         embedded = start_embedded(folder)
         url = embedded.url
+        with psycopg.connect(url, autocommit=True) as conn:
+            for setting in UNSAFE_FOR_SPEED:
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {TEMPLATE}")
@@ -51,17 +82,31 @@ def pg_admin_url() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def teardowns(pg_admin_url: str) -> Iterator[Teardowns]:
+    """The teardown thread, drained before the server it drops databases on stops."""
+    running = Teardowns()
+    try:
+        yield running
+    finally:
+        running.drain()
+
+
 @pytest.fixture
-def db_url(pg_admin_url: str) -> Iterator[str]:
+def db_url(pg_admin_url: str, teardowns: Teardowns) -> Iterator[str]:
     """A fresh, migrated database for one test."""
     name = f"satchel_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_admin_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+
+    def drop() -> None:
+        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
     try:
         yield with_database(pg_admin_url, name)
     finally:
-        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        teardowns.later(drop)
 
 
 @pytest.fixture
@@ -70,13 +115,15 @@ def memory_settings() -> MemorySettings:
 
 
 @pytest.fixture
-def live_server(db_url: str, memory_settings: MemorySettings) -> Iterator[LiveServer]:
+def live_server(
+    db_url: str, memory_settings: MemorySettings, teardowns: Teardowns
+) -> Iterator[LiveServer]:
     server = LiveServer(db_url, memory_settings)
     server.start()
     try:
         yield server
     finally:
-        server.stop()
+        teardowns.later(server.stop)
 
 
 @pytest.fixture
