@@ -13,13 +13,15 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from client_kit import FLAVOURS, client_for, close
 from memory_kit import LiveServer, with_database
 
 from satchel.memory.config import MemorySettings
@@ -140,3 +142,17 @@ def alpha(live_server: LiveServer) -> Iterator[httpx.Client]:
         base_url=live_server.base_url, headers={"Authorization": f"Bearer {token}"}
     ) as client:
         yield client
+
+
+@pytest.fixture(params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> str:
+    """Which `satchel.memory.client` flavour a client test runs with (sync or async)."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def memory(live_server: LiveServer, flavour: str) -> AsyncIterator[Any]:
+    """A `satchel.memory.client` client of project alpha, of the flavour under test."""
+    client = client_for(live_server, flavour, live_server.token("alpha"))
+    yield client
+    await close(client)

@@ -10,14 +10,14 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from client_kit import FLAVOURS, client_for, close
+from client_kit import client_for, close
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_kit import LiveServer
@@ -43,19 +43,6 @@ TURN = [
     {"role": "user", "content": "I moved to Lisbon last spring."},
     {"role": "assistant", "content": "Lisbon, noted."},
 ]
-
-
-@pytest.fixture(params=FLAVOURS)
-def flavour(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def memory(live_server: LiveServer, flavour: str) -> AsyncIterator[Any]:
-    """A client of project alpha, of the flavour under test."""
-    client = client_for(live_server, flavour, live_server.token("alpha"))
-    yield client
-    await close(client)
 
 
 # ---- turns, recall, context, passages, messages ------------------------------------------------

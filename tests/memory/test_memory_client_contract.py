@@ -12,22 +12,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from client_kit import FLAVOURS, client_for, close
+from client_kit import client_for, close
 from memory_kit import LiveServer
 
 from satchel.memory.client import Conflict, Forbidden, InvalidRequest, NotFound, Unavailable
-
-
-@pytest.fixture(params=FLAVOURS)
-def flavour(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def memory(live_server: LiveServer, flavour: str) -> AsyncIterator[Any]:
-    client = client_for(live_server, flavour, live_server.token("alpha"))
-    yield client
-    await close(client)
 
 
 @pytest.fixture
