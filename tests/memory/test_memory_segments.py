@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from formation_kit import rows
 from memory_kit import LiveServer
 from model_server import Failure, ModelServer
 
-from satchel.memory.config import ModelClientSettings
+from satchel.memory.config import MemorySettings, ModelClientSettings
 from satchel.memory.formation.model import ChatModel, ModelError
 from satchel.memory.formation.segments import (
     ModelSummarizer,
@@ -21,6 +23,8 @@ from satchel.memory.formation.segments import (
     extractive_summary,
     write_segments,
 )
+from satchel.memory.formation.worker import Worker
+from satchel.memory.passages.embedder import EmbedderUnavailable, Vectors
 
 Turn = dict[str, Any]  # an observation receipt: id, log_offset
 
@@ -266,3 +270,106 @@ def test_the_extractive_summary_is_short_stable_and_keeps_what_recurs() -> None:
     assert len(summary) <= 480
     assert summary.index("moved") < summary.index("bakery")  # in the order said
     assert extract([]) == "" and extract(["  \n "]) == ""
+
+
+def worker_pass(url: str, summarize: Summarizer | None = None, count: int = 1) -> list[int]:
+    """`count` passes of one worker (the default summarizer unless `summarize`): the segments
+    each wrote."""
+
+    async def run() -> list[int]:
+        worker = Worker(url, MemorySettings(), embedder=Unembedding())
+        if summarize is not None:
+            worker.summarizer = summarize
+        try:
+            return [(await worker.run_once()).segments for _ in range(count)]
+        finally:
+            await worker.close()
+
+    return asyncio.run(run())
+
+
+class Unembedding:
+    """An embedder that cannot run: the worker's passes leave the passages unindexed."""
+
+    identity = "test/unavailable"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise EmbedderUnavailable("no embedder in this test")
+
+
+def segment_count(url: str) -> int:
+    return len(rows(url, "SELECT id FROM segments"))
+
+
+def test_the_worker_commits_each_segment_as_it_writes_it(
+    live_server: LiveServer, alpha: httpx.Client
+) -> None:
+    observe(alpha, "ana", 4 * 8 + 8)  # four level-1 segments are due
+    url = live_server.database_url
+    seen: list[int] = []
+
+    async def summarize(texts: list[str]) -> str:
+        seen.append(segment_count(url))  # as another connection sees the store meanwhile
+        if len(seen) == 3:
+            raise ModelError("the summarizer is down")
+        return await extractive_summary(texts)
+
+    assert worker_pass(url, summarize) == [0]
+    assert seen == [0, 1, 2]
+    assert segment_count(url) == 2  # the two written before the failure stay
+
+    assert worker_pass(url) == [2]  # the next pass writes the other two
+    assert segment_count(url) == 4
+
+
+def test_an_unchanged_project_is_not_walked_again_and_a_change_is_seen(
+    live_server: LiveServer, alpha: httpx.Client
+) -> None:
+    ana = observe(alpha, "ana", 2 * 8 + 8)
+    url = live_server.database_url
+
+    def behind_the_stores_back() -> None:
+        with psycopg.connect(url) as conn:
+            conn.execute("DELETE FROM segments WHERE from_offset = %s", (ana[8]["log_offset"],))
+
+    async def passes_around_changes() -> list[int]:
+        worker = Worker(url, MemorySettings(), embedder=Unembedding())
+        try:
+            written = [(await worker.run_once()).segments]
+            await asyncio.to_thread(behind_the_stores_back)  # no turn changed: not walked
+            written.append((await worker.run_once()).segments)
+            await asyncio.to_thread(observe, alpha, "ana", 8, 2 * 8 + 8)  # eight turns more
+            written.append((await worker.run_once()).segments)
+            return written
+        finally:
+            await worker.close()
+
+    # The newer turns are appended: the next pass walks the project, writes the deleted
+    # segment again and one over the turns that are no longer the newest eight.
+    assert asyncio.run(passes_around_changes()) == [2, 0, 2]
+    assert [s[1] for s in stored(url, "ana")] == offsets([ana[0], ana[8], ana[16]])
+
+
+def test_the_worker_closes_the_gap_an_erasure_leaves(
+    live_server: LiveServer, alpha: httpx.Client
+) -> None:
+    ana = observe(alpha, "ana", 2 * 8 + 8)
+    url = live_server.database_url
+
+    async def passes_around_an_erasure() -> list[int]:
+        worker = Worker(url, MemorySettings(), embedder=Unembedding())
+        try:
+            first = (await worker.run_once()).segments
+            answer = await asyncio.to_thread(
+                alpha.post, "/v1/erasures", json={"source_observation_ids": [ana[3]["id"]]}
+            )
+            assert answer.status_code == 200, answer.text
+            return [first, (await worker.run_once()).segments]
+        finally:
+            await worker.close()
+
+    # The erasure takes the first segment; the same worker's next pass writes a short run of
+    # the seven turns left (the project's turns changed, so it is walked again).
+    assert asyncio.run(passes_around_an_erasure()) == [2, 1]
+    short = [s for s in stored(url, "ana") if s[1] == ana[0]["log_offset"]]
+    assert [s[1:4] for s in short] == [(ana[0]["log_offset"], ana[7]["log_offset"], 7)]

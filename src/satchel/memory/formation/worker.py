@@ -33,6 +33,7 @@ from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load
 from satchel.memory.passages.index import index_passages
 from satchel.memory.store import formation as store
 from satchel.memory.store.entities import Conn
+from satchel.memory.store.log import TurnState, turn_state
 from satchel.memory.store.terms import count_terms
 
 log = logging.getLogger("satchel.memory.worker")
@@ -105,6 +106,7 @@ class Worker:
             CODE_VERSION,
         )
         self.conn: Conn | None = None
+        self.segmented: dict[int, TurnState] = {}  # each project's, at its last segment pass
 
     async def _connection(self) -> Conn:
         if self.conn is None or self.conn.closed:
@@ -197,11 +199,18 @@ class Worker:
                 tally.refused += formed.refused
 
     async def _segments(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        """Write the segments the project's turns call for, each committed as it is written, so
+        a long backlog shows as it goes and a stop loses at most the segment at hand. A project
+        whose turns are as they were at its last complete pass is not walked again."""
+        state = await turn_state(conn, project_id)
+        if self.segmented.get(project_id) == state:
+            return
         try:
-            async with conn.transaction():
-                tally.segments += await write_segments(conn, project_id, self.summarizer)
+            tally.segments += await write_segments(conn, project_id, self.summarizer)
         except ModelError as exc:
             log.warning("summaries failed for project %d: %s", project_id, exc)
+            return
+        self.segmented[project_id] = state
 
     async def _passages(self, conn: Conn, project_id: int, tally: Tally) -> None:
         async with conn.transaction():

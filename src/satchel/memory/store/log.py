@@ -182,9 +182,10 @@ async def claim_offset(conn: Conn, project_id: int) -> int:
 
 async def recompute_formed(conn: Conn, project_id: int) -> None:
     """`formed` is one below the lowest turn neither formed nor parked, else the highest claimed
-    offset (`stored`), so erasing the newest turns does not move it back."""
+    offset (`stored`), so erasing the newest turns does not move it back; the project's turn
+    revision counts one up."""
     await conn.execute(
-        "UPDATE projects SET formed = ("
+        "UPDATE projects SET turn_revision = turn_revision + 1, formed = ("
         " SELECT CASE WHEN u.low IS NULL THEN projects.stored WHEN u.low = 0 THEN NULL"
         "  ELSE u.low - 1 END"
         " FROM (SELECT min(log_offset) AS low FROM observations WHERE project_id = %(p)s"
@@ -192,6 +193,19 @@ async def recompute_formed(conn: Conn, project_id: int) -> None:
         ") WHERE id = %(p)s",
         {"p": project_id},
     )
+
+
+TurnState = tuple[int | None, int | None, int]
+
+
+async def turn_state(conn: Conn, project_id: int) -> TurnState:
+    """The project's highest claimed offset, formed watermark and turn revision: while all three
+    stay the same, no turn of the project was appended, formed, parked, unparked or erased."""
+    cursor = await conn.execute(
+        "SELECT stored, formed, turn_revision FROM projects WHERE id = %s", (project_id,)
+    )
+    row = await cursor.fetchone()
+    return (None, None, -1) if row is None else (row[0], row[1], row[2])
 
 
 async def freshness(conn: Conn, project_id: int) -> dict[str, Any]:
