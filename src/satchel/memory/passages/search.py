@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from psycopg import AsyncConnection, pq, sql
+from psycopg import AsyncConnection, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
 from satchel.memory.passages.periods import Period, named_periods, shifted
+from satchel.memory.store.plans import committing, generic_plans
 from satchel.memory.store.terms import frequencies, tsquery_lexeme
 
 Conn = AsyncConnection[Any]
@@ -361,25 +362,21 @@ async def vector_ranking(
         values += [vector, *params, count]
     values.append(count)
     wanted = str(min(EF_SEARCH, max(40, count)))
-    if _scan_settings.get(conn) == wanted and _committing(conn):
-        return await _ranked(conn, query, values)
-    # Set for the session, in the same round trip. No other statement reads them; set outside
-    # any transaction, they last as long as the connection, and are not sent again.
-    settings = (
-        "SELECT set_config('hnsw.ef_search', %s, false),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', false)"
-    )
-    async with conn.pipeline():
-        await conn.execute(settings, (wanted,))
+    unset = _scan_settings.get(conn) != wanted or not committing(conn)
+    async with generic_plans(conn):
+        if unset:
+            # Set for the session, in the same round trip. No other statement reads them; set
+            # outside any transaction, they last as long as the connection, and are not sent
+            # again.
+            await conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, false),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                (wanted,),
+            )
         ranking = await _ranked(conn, query, values)
-    if _committing(conn):
+    if unset and committing(conn):
         _scan_settings[conn] = wanted
     return ranking
-
-
-def _committing(conn: Conn) -> bool:
-    """Whether each statement on `conn` commits itself (outside any transaction)."""
-    return conn.autocommit and conn.info.transaction_status == pq.TransactionStatus.IDLE
 
 
 async def period_ranking(
@@ -583,7 +580,7 @@ async def ranked_hits(
     rows (`ask_hits`). The best `SPECULATED` x `limit` before those shares are read in the same
     round trip as the neighbours; a message the shares lift from further down is read after."""
     likely = heapq.nlargest(limit * SPECULATED, scores, key=scores.__getitem__)
-    async with conn.pipeline():
+    async with generic_plans(conn):
         read = await ask_hits(conn, likely, vector, terms)
         ranked = (await with_neighbours(conn, scores, place_of))[:limit]
         rows = await read()

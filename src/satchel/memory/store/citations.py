@@ -11,6 +11,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import class_row
 
 from satchel.memory.store.facts import STATUS
+from satchel.memory.store.plans import generic_plans
 
 Conn = AsyncConnection[Any]
 
@@ -150,7 +151,7 @@ async def evidence_page(
 
 async def first_evidence(conn: Conn, fact_ids: list[uuid.UUID]) -> dict[uuid.UUID, Evidence]:
     """For each fact, its earliest evidence (by log offset, ordinal, byte_start)."""
-    async with conn.cursor(row_factory=class_row(Evidence)) as cursor:
+    async with generic_plans(conn), conn.cursor(row_factory=class_row(Evidence)) as cursor:
         await cursor.execute(
             f"SELECT DISTINCT ON (e.fact_id) * FROM ({_EVIDENCE} WHERE e.fact_id = ANY(%s)) e"
             " ORDER BY e.fact_id, e.log_offset, e.source_ordinal, e.byte_start",
