@@ -20,6 +20,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.passages import query_embedder
 from satchel.memory.passages.search import Scope, search_passages
+from satchel.memory.store.database import autocommitting
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -120,7 +121,7 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
     if embedder is None:
         raise unavailable()
     scope = Scope(grant.project_id, query.subject, (query.role,) if query.role else ())
-    async with request.app.state.pool.connection() as conn:
+    async with autocommitting(request.app.state.pool) as conn:
         found = await search_passages(
             conn,
             scope,
