@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -272,16 +272,22 @@ def test_the_extractive_summary_is_short_stable_and_keeps_what_recurs() -> None:
     assert extract([]) == "" and extract(["  \n "]) == ""
 
 
-def worker_pass(url: str, summarize: Summarizer | None = None, count: int = 1) -> list[int]:
-    """`count` passes of one worker (the default summarizer unless `summarize`): the segments
-    each wrote."""
+def worker_passes(
+    url: str, *between: Callable[[], object], summarize: Summarizer | None = None
+) -> list[int]:
+    """The segments each pass of one worker wrote (the default summarizer unless `summarize`):
+    a first pass, then one after each of `between` (run in a thread)."""
 
     async def run() -> list[int]:
         worker = Worker(url, MemorySettings(), embedder=Unembedding())
         if summarize is not None:
             worker.summarizer = summarize
         try:
-            return [(await worker.run_once()).segments for _ in range(count)]
+            written = [(await worker.run_once()).segments]
+            for change in between:
+                await asyncio.to_thread(change)
+                written.append((await worker.run_once()).segments)
+            return written
         finally:
             await worker.close()
 
@@ -314,11 +320,11 @@ def test_the_worker_commits_each_segment_as_it_writes_it(
             raise ModelError("the summarizer is down")
         return await extractive_summary(texts)
 
-    assert worker_pass(url, summarize) == [0]
+    assert worker_passes(url, summarize=summarize) == [0]
     assert seen == [0, 1, 2]
     assert segment_count(url) == 2  # the two written before the failure stay
 
-    assert worker_pass(url) == [2]  # the next pass writes the other two
+    assert worker_passes(url) == [2]  # the next pass writes the other two
     assert segment_count(url) == 4
 
 
@@ -332,21 +338,13 @@ def test_an_unchanged_project_is_not_walked_again_and_a_change_is_seen(
         with psycopg.connect(url) as conn:
             conn.execute("DELETE FROM segments WHERE from_offset = %s", (ana[8]["log_offset"],))
 
-    async def passes_around_changes() -> list[int]:
-        worker = Worker(url, MemorySettings(), embedder=Unembedding())
-        try:
-            written = [(await worker.run_once()).segments]
-            await asyncio.to_thread(behind_the_stores_back)  # no turn changed: not walked
-            written.append((await worker.run_once()).segments)
-            await asyncio.to_thread(observe, alpha, "ana", 8, 2 * 8 + 8)  # eight turns more
-            written.append((await worker.run_once()).segments)
-            return written
-        finally:
-            await worker.close()
+    def newer_turns() -> None:
+        observe(alpha, "ana", 8, 2 * 8 + 8)
 
-    # The newer turns are appended: the next pass walks the project, writes the deleted
-    # segment again and one over the turns that are no longer the newest eight.
-    assert asyncio.run(passes_around_changes()) == [2, 0, 2]
+    # The deletion changes no turn, so the next pass does not walk the project; after the
+    # newer turns it does, writing the deleted segment again and one over the turns that are no
+    # longer the newest eight.
+    assert worker_passes(url, behind_the_stores_back, newer_turns) == [2, 0, 2]
     assert [s[1] for s in stored(url, "ana")] == offsets([ana[0], ana[8], ana[16]])
 
 
@@ -356,20 +354,12 @@ def test_the_worker_closes_the_gap_an_erasure_leaves(
     ana = observe(alpha, "ana", 2 * 8 + 8)
     url = live_server.database_url
 
-    async def passes_around_an_erasure() -> list[int]:
-        worker = Worker(url, MemorySettings(), embedder=Unembedding())
-        try:
-            first = (await worker.run_once()).segments
-            answer = await asyncio.to_thread(
-                alpha.post, "/v1/erasures", json={"source_observation_ids": [ana[3]["id"]]}
-            )
-            assert answer.status_code == 200, answer.text
-            return [first, (await worker.run_once()).segments]
-        finally:
-            await worker.close()
+    def erase() -> None:
+        answer = alpha.post("/v1/erasures", json={"source_observation_ids": [ana[3]["id"]]})
+        assert answer.status_code == 200, answer.text
 
     # The erasure takes the first segment; the same worker's next pass writes a short run of
     # the seven turns left (the project's turns changed, so it is walked again).
-    assert asyncio.run(passes_around_an_erasure()) == [2, 1]
+    assert worker_passes(url, erase) == [2, 1]
     short = [s for s in stored(url, "ana") if s[1] == ana[0]["log_offset"]]
     assert [s[1:4] for s in short] == [(ana[0]["log_offset"], ana[7]["log_offset"], 7)]
