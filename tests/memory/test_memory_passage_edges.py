@@ -23,6 +23,7 @@ from satchel.memory.passages.search import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
     SESSION_WEIGHT,
+    Around,
     Placed,
     Scope,
     coverage_and_lexemes,
@@ -368,18 +369,28 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
     scores = {uuid.UUID(chunk): data.draw(st.floats(0.01, 1.0)) for chunk in sorted(chosen)}
     around = said_around(logged, live_server.database_url)
 
-    async def smoothed() -> dict[uuid.UUID, float]:
+    async def smoothed(read_around: bool) -> dict[uuid.UUID, float]:
+        """The shares, with each turn's neighbourhood read beside its place (as a ranking
+        read whole has it), or without (asked of the database by `with_neighbours`)."""
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
             cursor = await conn.execute(
                 "SELECT m.id, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
-                " o.log_offset, m.occurred_at FROM messages m"
-                " JOIN observations o ON o.id = m.observation_id WHERE m.id = ANY(%s)",
+                " o.log_offset, m.occurred_at,"
+                " (SELECT min(n.log_offset) FROM observations n WHERE n.project_id = o.project_id"
+                "  AND n.data_subject_id = o.data_subject_id AND n.log_offset > o.log_offset),"
+                " (SELECT max(t.ordinal) FROM messages t WHERE t.observation_id = o.id)"
+                " FROM messages m JOIN observations o ON o.id = m.observation_id"
+                " WHERE m.id = ANY(%s)",
                 (list(scores),),
             )
-            place_of = {row[0]: Placed(*row) for row in await cursor.fetchall()}
+            place_of = {
+                row[0]: Placed(*row[:7], Around(*row[7:]) if read_around else None)
+                for row in await cursor.fetchall()
+            }
             return dict(await with_neighbours(conn, scores, place_of))
 
-    found = asyncio.run(smoothed())
+    found = asyncio.run(smoothed(read_around=False))
+    assert asyncio.run(smoothed(read_around=True)) == found
     sessions: dict[Any, list[float]] = {}
     for chunk, score in scores.items():
         sessions.setdefault(session_key(live_server.database_url, chunk), []).append(score)
@@ -475,15 +486,15 @@ def test_the_vector_scan_settings_are_sent_again_unless_they_were_committed(
     async def run() -> None:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             async with conn.transaction(force_rollback=True):  # the settings are rolled back
-                assert len(await search.vector_ranking(conn, scope, vector, 10)) == 1
+                assert len((await search.vector_ranking(conn, scope, vector, 10)).ranking) == 1
             assert await shown(conn) == ["40", "off"]
-            assert len(await search.vector_ranking(conn, scope, vector, 10)) == 1
+            assert len((await search.vector_ranking(conn, scope, vector, 10)).ranking) == 1
             assert await shown(conn) == ["40", "relaxed_order"]
-            assert len(await search.vector_ranking(conn, scope, vector, 200)) == 1
+            assert len((await search.vector_ranking(conn, scope, vector, 200)).ranking) == 1
             assert await shown(conn) == [str(search.EF_SEARCH), "relaxed_order"]
             async with conn.transaction(force_rollback=True):
                 await conn.execute("SET hnsw.ef_search = 7")
-                assert len(await search.vector_ranking(conn, scope, vector, 200)) == 1
+                assert len((await search.vector_ranking(conn, scope, vector, 200)).ranking) == 1
             assert await shown(conn) == [str(search.EF_SEARCH), "relaxed_order"]
 
     asyncio.run(run())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from memory_kit import LiveServer
 from records_kit import api, assert_records, claim, error
@@ -298,3 +299,43 @@ def test_recall_never_crosses_projects(live_server: LiveServer) -> None:
         assert theirs["reach"]["anchored"] == 0
     with api(live_server, "alpha", read_only=True) as reader:
         assert len(ask(reader, "Where does Marta work?")["facts"]) == 1
+
+
+def test_each_fact_cites_its_earliest_evidence_on_both_hops(live_server: LiveServer) -> None:
+    with api(live_server) as client:
+        said = "Earlier, Marta said she works at Ensera."
+        turn = client.post(
+            "/v1/observations",
+            json={"data_subject_id": SUBJECT, "messages": [{"role": "user", "content": said}]},
+        )
+        assert turn.status_code == 201, turn.text
+        works, based = assert_records(
+            client,
+            claim("Marta", "works_at", "Ensera", "Marta works at Ensera."),
+            claim("Ensera", "located_in", "Cork", "Ensera is in Cork."),
+        )
+        with psycopg.connect(live_server.database_url) as conn:
+            for fact in (works, based):  # later pieces of evidence, in the fact's own source
+                conn.execute(
+                    "INSERT INTO fact_evidence (fact_id, observation_id, source_ordinal, quote,"
+                    " byte_start, byte_end) SELECT %s, %s, n, 'x', 0, 1"
+                    " FROM generate_series(1, 3) n",
+                    (fact["id"], fact["source_observation_id"]),
+                )
+            # the earliest: in a turn logged before either record
+            start = said.index("Marta")
+            conn.execute(
+                "INSERT INTO fact_evidence (fact_id, observation_id, source_ordinal, quote,"
+                " byte_start, byte_end) VALUES (%s, %s, 0, 'Marta', %s, %s)",
+                (works["id"], turn.json()["id"], start, start + 5),
+            )
+        bundle = ask(client, "Where does Marta work?", hops=2, data_subject_id=SUBJECT)
+        cited = {fact["object"]: fact["evidence"] for fact in bundle["facts"]}
+        assert cited["Ensera"]["observation_id"] == turn.json()["id"]
+        assert (cited["Ensera"]["quote"], cited["Ensera"]["byte_start"]) == ("Marta", start)
+        assert cited["Ensera"]["context"] == said and cited["Ensera"]["context_complete"]
+        assert cited["Cork"]["observation_id"] == based["source_observation_id"]
+        assert (cited["Cork"]["source_ordinal"], cited["Cork"]["quote"]) == (
+            0,
+            "Ensera is in Cork.",
+        )

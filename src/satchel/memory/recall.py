@@ -14,7 +14,7 @@ from typing import Any
 from satchel.memory.passages.embedder import Embedder
 from satchel.memory.passages.search import Scope, search_passages
 from satchel.memory.spelling import WINDOW, offered, ranked
-from satchel.memory.store.citations import Evidence, first_evidence
+from satchel.memory.store.citations import Evidence, facts_touching
 from satchel.memory.store.entities import (
     Conn,
     Entity,
@@ -22,7 +22,7 @@ from satchel.memory.store.entities import (
     entities_spelled_like,
     normalize,
 )
-from satchel.memory.store.facts import HopRow, facts_touching
+from satchel.memory.store.facts import HopRow
 
 SURFACES = ("facts", "reports", "passages")
 ROLES = ("user", "assistant", "system", "tool")
@@ -186,6 +186,7 @@ class _Step:
     """A fact the walk reached: from which anchor, through which entity and fact."""
 
     row: HopRow
+    evidence: Evidence | None
     hops: int
     anchor: uuid.UUID
     path: list[str]
@@ -225,13 +226,13 @@ class _Walk:
         )
         self.cut |= len(rows) == limit
         per_side: Counter[tuple[uuid.UUID, bool]] = Counter()
-        for row in rows:
+        for row, evidence in rows:
             per_side[row.reached, row.on_subject] += 1
             if per_side[row.reached, row.on_subject] > FANOUT:
                 self.cut = True
             elif row.id not in self.steps and len(self.steps) < cap:
                 link = ends[row.reached]
-                self.steps[row.id] = _Step(row, hops, link.anchor, link.path, link.via)
+                self.steps[row.id] = _Step(row, evidence, hops, link.anchor, link.path, link.via)
 
     def frontier(self, anchors: set[uuid.UUID]) -> dict[uuid.UUID, _Link]:
         """The entities one hop beyond the anchors, each with the first fact that reached it."""
@@ -421,9 +422,8 @@ async def _recall(
         steps = list(walk.steps.values())
         truncated = walk.cut or len(steps) > controls.max_rows
         steps = steps[: controls.max_rows]
-        evidence = await first_evidence(conn, [step.row.id for step in steps])
         for step in steps:
-            fact = _fact(step, _cite(evidence.get(step.row.id)))
+            fact = _fact(step, _cite(step.evidence))
             cost = fact.charge()
             if characters + cost > controls.max_characters:
                 truncated = spent = True

@@ -169,8 +169,18 @@ async def coverage_and_lexemes(
 
 
 @dataclass(frozen=True, slots=True)
+class Around:
+    """What a turn's neighbours need: the log offset of its subject's next turn (None when it
+    is the last) and the ordinal of its own last message."""
+
+    next_offset: int | None
+    last_ordinal: int
+
+
+@dataclass(frozen=True, slots=True)
 class Placed:
-    """A candidate message and its place: turn, position in it, subject and log offset."""
+    """A candidate message and its place: turn, position in it, subject and log offset, and,
+    when read with it, what its turn's neighbours need."""
 
     id: uuid.UUID
     observation_id: uuid.UUID
@@ -179,6 +189,7 @@ class Placed:
     subject: str | None
     log_offset: int
     occurred_at: datetime
+    around: Around | None = None
 
 
 Ranking = list[tuple[Placed, float]]
@@ -339,14 +350,102 @@ EXACT_NEAREST = sql.SQL(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """A vector ranking, and the messages it read whole: their place with their turn's
+    neighbourhood, and their hit rows (see `ask_hits`); none when it read only places."""
+
+    ranking: Ranking
+    placed: dict[uuid.UUID, Placed]
+    rows: HitRows
+
+
+NO_NEAREST = Nearest([], {}, {})
+
+# A ranking's messages (its `id` and `score` columns) and those `also` names (score NULL), each
+# read whole in the same round trip: place, its turn's neighbourhood and its hit row. Neighbours
+# and hits then need no statement of their own.
+READ_WHOLE = sql.SQL(
+    "SELECT r.id, r.score, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
+    " o.log_offset, m.occurred_at,"
+    " (SELECT min(n.log_offset) FROM observations n WHERE n.project_id = o.project_id"
+    "  AND n.data_subject_id = o.data_subject_id AND n.log_offset > o.log_offset),"
+    " (SELECT max(t.ordinal) FROM messages t WHERE t.observation_id = m.observation_id),"
+    " m.role, m.content, coalesce(r.score, {cosine}), {share}"
+    " FROM (SELECT a.id, a.score FROM ({ranking}) a"
+    "  UNION ALL SELECT x, NULL FROM unnest(%s::uuid[]) AS x) r"
+    " JOIN messages m ON m.id = r.id JOIN observations o ON o.id = m.observation_id"
+)
+# Up to this many messages in all are read whole. Past it, reading every one's content and
+# neighbourhood costs more than the statements it saves: only places are read, and neighbours
+# and hits after fusion, for the few that need them (see `ranked_hits`).
+WHOLE_UP_TO = 64
+
+
+async def _read_whole(
+    conn: Conn,
+    ranking: sql.Composable,
+    values: list[Any],
+    vector: str,
+    terms: Terms,
+    also: list[uuid.UUID],
+) -> Nearest:
+    cosine, cosine_values = _cosine(vector)
+    share, share_values = _share(terms)
+    query = READ_WHOLE.format(cosine=cosine, share=share, ranking=ranking)
+    cursor = await conn.execute(query, [*cosine_values, *share_values, *values, also])
+    ranked: Ranking = []
+    placed: dict[uuid.UUID, Placed] = {}
+    rows: HitRows = {}
+    for row in await cursor.fetchall():
+        chunk, score, source, ordinal, project, subject, offset, occurred, after, last = row[:10]
+        place = Placed(
+            chunk, source, ordinal, project, subject, offset, occurred, Around(after, last)
+        )
+        if score is not None:
+            ranked.append((place, float(score)))
+        placed[chunk] = place
+        rows.setdefault(chunk, (chunk, source, ordinal, *row[10:12], occurred, *row[12:]))
+    return Nearest(ranked, placed, rows)
+
+
+async def _nearest(
+    conn: Conn,
+    ranking: sql.Composable,
+    values: list[Any],
+    vector: str,
+    terms: Terms,
+    also: list[uuid.UUID],
+    count: int,
+) -> Nearest:
+    if count + len(also) <= WHOLE_UP_TO:
+        return await _read_whole(conn, ranking, values, vector, terms, also)
+    return Nearest(await _ranked(conn, ranking, values), {}, {})
+
+
 async def vector_ranking(
-    conn: Conn, scope: Scope, vector: str, count: int, exact: bool = False
-) -> Ranking:
+    conn: Conn,
+    scope: Scope,
+    vector: str,
+    count: int,
+    exact: bool = False,
+    *,
+    terms: Terms | None = None,
+    also: list[uuid.UUID] | None = None,
+) -> Nearest:
     """Up to `count` embedded messages nearest to `vector`, with their cosine similarity: over
-    HNSW, or with `exact`, by comparing the question with every embedded message in scope."""
+    HNSW, or with `exact`, by comparing the question with every embedded message in scope.
+    When they and the messages `also` names (another ranking's) are `WHOLE_UP_TO` at most, each
+    is read whole (see `READ_WHOLE`; the share of the weight of `terms` beside its cosine)."""
+    weighed = terms or Terms([], "")
+    also = also or []
     if exact:
         where, params = scope.where("v")
-        return await _ranked(conn, EXACT_NEAREST.format(where), [vector, *params, count])
+        ranking = EXACT_NEAREST.format(where)
+        async with generic_plans(conn):
+            return await _nearest(
+                conn, ranking, [vector, *params, count], vector, weighed, also, count
+            )
     where, params = scope.where("v", kind=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
@@ -354,7 +453,7 @@ async def vector_ranking(
     )
     # One graph for turns, one for the rest (see migration 0007): each is walked on its own.
     kinds = [sql.SQL("v.turn")] if scope.turns_only else [sql.SQL("v.turn"), sql.SQL("NOT v.turn")]
-    query = sql.SQL(
+    ranking = sql.SQL(
         "SELECT id, 1 - distance AS score FROM ({}) s ORDER BY distance LIMIT %s"
     ).format(sql.SQL(" UNION ALL ").join(nearest.format(where, kind) for kind in kinds))
     values: list[Any] = []
@@ -373,10 +472,10 @@ async def vector_ranking(
                 " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
                 (wanted,),
             )
-        ranking = await _ranked(conn, query, values)
+        found = await _nearest(conn, ranking, values, vector, weighed, also, count)
     if unset and committing(conn):
         _scan_settings[conn] = wanted
-    return ranking
+    return found
 
 
 async def period_ranking(
@@ -492,6 +591,34 @@ async def _adjacent(conn: Conn, found: list[Placed]) -> tuple[Links, Links]:
     ]
     if not pairs:
         return before, after
+    for subject, low, high, last in await _adjacent_turns(conn, found, turns, pairs):
+        ending = [p for p in turns[(subject, low)] if p.ordinal == last]
+        opening = [p for p in turns[(subject, high)] if p.ordinal == 0]
+        if ending and opening:
+            before[opening[0].id] = ending[0].id
+            after[ending[0].id] = opening[0].id
+    return before, after
+
+
+Pair = tuple[str, int, int]
+
+
+async def _adjacent_turns(
+    conn: Conn,
+    found: list[Placed],
+    turns: dict[tuple[str, int], list[Placed]],
+    pairs: list[Pair],
+) -> list[tuple[str, int, int, int]]:
+    """The pairs of turns (subject, lower and higher offset) with no turn of their subject
+    between them, each with the lower's last ordinal: from what the candidates were read with,
+    or when some were read without it, asked of the database."""
+    arounds = [turns[(subject, low)][0].around for subject, low, _ in pairs]
+    if all(around is not None for around in arounds):
+        return [
+            (subject, low, high, around.last_ordinal)
+            for (subject, low, high), around in zip(pairs, arounds, strict=True)
+            if around is not None and around.next_offset == high
+        ]
     cursor = await conn.execute(
         "SELECT p.s, p.lo, p.hi, (SELECT max(m.ordinal) FROM observations l"
         "  JOIN messages m ON m.observation_id = l.id"
@@ -507,16 +634,30 @@ async def _adjacent(conn: Conn, found: list[Placed]) -> tuple[Links, Links]:
             found[0].project_id,
         ),
     )
-    for subject, low, high, last in await cursor.fetchall():
-        ending = [p for p in turns[(subject, low)] if p.ordinal == last]
-        opening = [p for p in turns[(subject, high)] if p.ordinal == 0]
-        if ending and opening:
-            before[opening[0].id] = ending[0].id
-            after[ending[0].id] = opening[0].id
-    return before, after
+    return list(await cursor.fetchall())
 
 
 HitRows = dict[uuid.UUID, tuple[Any, ...]]
+
+
+def _cosine(vector: str) -> tuple[sql.Composable, list[Any]]:
+    """The cosine similarity of `m`'s vector to `vector` (NULL when it has none)."""
+    expression = sql.SQL(
+        "(SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v WHERE v.message_id = m.id)"
+    )
+    return expression, [vector]
+
+
+def _share(terms: Terms) -> tuple[sql.Composable, list[Any]]:
+    """The share of the question's term weight `m` holds (0.0 when the terms weigh nothing)."""
+    weight = sum(idf for _, idf in terms.weights)
+    if not weight:
+        return sql.SQL("0.0"), []
+    held = sql.SQL(" + ").join(
+        sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)")
+        for _ in terms.weights
+    )
+    return sql.SQL("({}) / %s").format(held), [*(v for pair in terms.weights for v in pair), weight]
 
 
 async def ask_hits(
@@ -526,24 +667,9 @@ async def ask_hits(
     `vector` (NULL without one, or without `vector`) and the share of the question's term weight
     they hold; the returned call reads its rows. In a pipeline, the statement travels with the
     next one sent."""
-    weight = sum(idf for _, idf in terms.weights)
-    share: sql.Composable = sql.SQL("0.0")
-    values: list[Any] = []
-    cosine: sql.Composable = sql.SQL("NULL::float8")
-    if vector is not None:
-        cosine = sql.SQL(
-            "(SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
-            " WHERE v.message_id = m.id)"
-        )
-        values.append(vector)
-    if weight:
-        held = sql.SQL(" + ").join(
-            sql.SQL("(CASE WHEN m.search_text @@ %s::tsquery THEN %s ELSE 0 END)")
-            for _ in terms.weights
-        )
-        share = sql.SQL("({}) / %s").format(held)
-        values += [value for pair in terms.weights for value in pair]
-        values.append(weight)
+    cosine, values = _cosine(vector) if vector is not None else (sql.SQL("NULL::float8"), [])
+    share, share_values = _share(terms)
+    values += share_values
     query = sql.SQL(
         "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}, {}"
         " FROM messages m WHERE m.id = ANY(%s)"
@@ -575,15 +701,22 @@ async def ranked_hits(
     vector: str | None,
     terms: Terms,
     limit: int,
+    known: HitRows | None = None,
 ) -> tuple[list[tuple[uuid.UUID, float]], HitRows]:
     """The `limit` best messages after their neighbours' shares (`with_neighbours`), and their
-    rows (`ask_hits`). The best `SPECULATED` x `limit` before those shares are read in the same
-    round trip as the neighbours; a message the shares lift from further down is read after."""
-    likely = heapq.nlargest(limit * SPECULATED, scores, key=scores.__getitem__)
-    async with generic_plans(conn):
-        read = await ask_hits(conn, likely, vector, terms)
+    rows (`ask_hits`; `known`: rows read already). Of the best `SPECULATED` x `limit` before
+    those shares, the rows not known are read in the same round trip as the neighbours; a
+    message the shares lift from further down is read after."""
+    rows = dict(known or {})
+    best = heapq.nlargest(limit * SPECULATED, scores, key=scores.__getitem__)
+    likely = [chunk for chunk in best if chunk not in rows]
+    if likely:
+        async with generic_plans(conn):
+            read = await ask_hits(conn, likely, vector, terms)
+            ranked = (await with_neighbours(conn, scores, place_of))[:limit]
+            rows.update(await read())
+    else:
         ranked = (await with_neighbours(conn, scores, place_of))[:limit]
-        rows = await read()
     missing = [chunk for chunk, _ in ranked if chunk not in rows and chunk not in likely]
     if missing:
         rows.update(await (await ask_hits(conn, missing, vector, terms))())
@@ -674,12 +807,15 @@ async def search_passages(
     literal = await embedding
     # Only the project's own generation's vectors can be compared with this question's.
     vector = literal if usable else None
-    nearest = await vector_ranking(conn, scope, vector, pool, exact) if vector is not None else []
+    nearest = NO_NEAREST
+    if vector is not None:
+        also = [placed.id for placed, _ in text]
+        nearest = await vector_ranking(conn, scope, vector, pool, exact, terms=terms, also=also)
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
-    scores = fuse(text, nearest, dated)
-    place_of = places(text, nearest, dated)
-    ranked, rows = await ranked_hits(conn, scores, place_of, vector, terms, limit)
+    scores = fuse(text, nearest.ranking, dated)
+    place_of = {**places(text, nearest.ranking, dated), **nearest.placed}
+    ranked, rows = await ranked_hits(conn, scores, place_of, vector, terms, limit, nearest.rows)
     return Found(
         generation_id=state.generation_id if usable else "",
         through_offset=state.through_offset,

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import class_row
 
-from satchel.memory.store.facts import STATUS
-from satchel.memory.store.plans import generic_plans
+from satchel.memory.store.facts import STATUS, TOUCHING_NOW, TOUCHING_THEN, HopRow
 
 Conn = AsyncConnection[Any]
 
@@ -149,12 +148,51 @@ async def evidence_page(
         return await cursor.fetchall()
 
 
-async def first_evidence(conn: Conn, fact_ids: list[uuid.UUID]) -> dict[uuid.UUID, Evidence]:
-    """For each fact, its earliest evidence (by log offset, ordinal, byte_start)."""
-    async with generic_plans(conn), conn.cursor(row_factory=class_row(Evidence)) as cursor:
-        await cursor.execute(
-            f"SELECT DISTINCT ON (e.fact_id) * FROM ({_EVIDENCE} WHERE e.fact_id = ANY(%s)) e"
-            " ORDER BY e.fact_id, e.log_offset, e.source_ordinal, e.byte_start",
-            (fact_ids,),
-        )
-        return {row.fact_id: row for row in await cursor.fetchall()}
+# Each step of a walk with its fact's earliest evidence (by log offset, ordinal, byte_start),
+# read in the same round trip, in the walk's order.
+_HOP_FIELDS = [column.name for column in fields(HopRow)]
+_HOP = ", ".join(f"t.{name}" for name in _HOP_FIELDS)
+_CITED = (
+    f"SELECT {_HOP}, ev.* FROM ({{}}) t LEFT JOIN LATERAL ({_EVIDENCE} WHERE e.fact_id = t.id"
+    " ORDER BY o.log_offset, e.source_ordinal, e.byte_start LIMIT 1) ev ON true"
+    " ORDER BY t.place, t.on_subject DESC, t.recorded_at DESC, t.id"
+)
+CITED_NOW = _CITED.format(TOUCHING_NOW)
+CITED_THEN = _CITED.format(TOUCHING_THEN)
+
+Step = tuple[HopRow, Evidence | None]
+
+
+async def facts_touching(
+    conn: Conn,
+    project_id: int,
+    ends: list[uuid.UUID],
+    *,
+    data_subject_id: str | None,
+    roles: list[str],
+    as_of: datetime,
+    as_known_at: datetime | None,
+    fanout: int,
+    limit: int,
+) -> list[Step]:
+    """Facts with `ends` as subject or object, valid at `as_of` and believed at `as_known_at`
+    (None: now), at most `fanout` per entity and side, at most `limit` in all, in `ends` order;
+    each with its earliest evidence (None when it has none)."""
+    cursor = await conn.execute(
+        CITED_NOW if as_known_at is None else CITED_THEN,
+        {
+            "p": project_id,
+            "ends": ends,
+            "s": data_subject_id,
+            "roles": roles,
+            "a": as_of,
+            "k": as_known_at,
+            "fan": fanout,
+            "limit": limit,
+        },
+    )
+    hop = len(_HOP_FIELDS)
+    return [
+        (HopRow(*row[:hop]), None if row[hop] is None else Evidence(*row[hop:]))
+        for row in await cursor.fetchall()
+    ]

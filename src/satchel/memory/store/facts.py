@@ -485,7 +485,8 @@ def _touching(version: str) -> str:
     return (
         "SELECT e.entity_id AS reached, x.on_subject, f.id, s.name AS subject,"
         " f.subject_entity_id, f.object_entity_id, o.name AS object_entity_name, f.predicate,"
-        " f.object, f.statement, f.confidence, x.valid_from, x.valid_until, f.source_role"
+        " f.object, f.statement, f.confidence, x.valid_from, x.valid_until, f.source_role,"
+        " e.n AS place, f.recorded_at"
         " FROM unnest(%(ends)s::uuid[]) WITH ORDINALITY e(entity_id, n)"
         f" CROSS JOIN LATERAL ({subject_side} UNION ALL {object_side}) x"
         " JOIN facts f ON f.id = x.id JOIN entities s ON s.id = f.subject_entity_id"
@@ -494,36 +495,7 @@ def _touching(version: str) -> str:
     )
 
 
+# A walk's step: the `HopRow` columns, then the anchor's place in the walk's ends and the fact's
+# recording time, the order's keys.
 TOUCHING_NOW = _touching(_NOW)
 TOUCHING_THEN = _touching(_THEN)
-
-
-async def facts_touching(
-    conn: Conn,
-    project_id: int,
-    ends: list[uuid.UUID],
-    *,
-    data_subject_id: str | None,
-    roles: list[str],
-    as_of: datetime,
-    as_known_at: datetime | None,
-    fanout: int,
-    limit: int,
-) -> list[HopRow]:
-    """Facts with `ends` as subject or object, valid at `as_of` and believed at `as_known_at`
-    (None: now), at most `fanout` per entity and side, at most `limit` in all, in `ends` order."""
-    async with conn.cursor(row_factory=class_row(HopRow)) as cursor:
-        await cursor.execute(
-            TOUCHING_NOW if as_known_at is None else TOUCHING_THEN,
-            {
-                "p": project_id,
-                "ends": ends,
-                "s": data_subject_id,
-                "roles": roles,
-                "a": as_of,
-                "k": as_known_at,
-                "fan": fanout,
-                "limit": limit,
-            },
-        )
-        return await cursor.fetchall()
