@@ -382,14 +382,17 @@ READ_WHOLE = sql.SQL(
 WHOLE_UP_TO = 64
 
 
-async def _read_whole(
+async def _nearest(
     conn: Conn,
     ranking: sql.Composable,
     values: list[Any],
     vector: str,
     terms: Terms,
     also: list[uuid.UUID],
+    count: int,
 ) -> Nearest:
+    if count + len(also) > WHOLE_UP_TO:
+        return Nearest(await _ranked(conn, ranking, values), {}, {})
     cosine, cosine_values = _cosine(vector)
     share, share_values = _share(terms)
     query = READ_WHOLE.format(cosine=cosine, share=share, ranking=ranking)
@@ -407,20 +410,6 @@ async def _read_whole(
         placed[chunk] = place
         rows.setdefault(chunk, (chunk, source, ordinal, *row[10:12], occurred, *row[12:]))
     return Nearest(ranked, placed, rows)
-
-
-async def _nearest(
-    conn: Conn,
-    ranking: sql.Composable,
-    values: list[Any],
-    vector: str,
-    terms: Terms,
-    also: list[uuid.UUID],
-    count: int,
-) -> Nearest:
-    if count + len(also) <= WHOLE_UP_TO:
-        return await _read_whole(conn, ranking, values, vector, terms, also)
-    return Nearest(await _ranked(conn, ranking, values), {}, {})
 
 
 async def vector_ranking(
