@@ -1,5 +1,5 @@
 """The frozen v1 contract: the served `/openapi.json` names every operation of
-`shared/reference/taisce-contract-v1-fields.json` with its method, success status and every
+`taisce-contract-v1-fields.json` (beside this file) with its method, success status and every
 request and response field (and the nested field lists). The notification routes and report
 candidates only need their path, method and fields: they answer 501 and 503 here.
 """
@@ -14,9 +14,7 @@ import httpx
 import pytest
 from memory_kit import LiveServer
 
-FIELDS_FILE = (
-    Path(__file__).resolve().parents[2].parent / "shared/reference/taisce-contract-v1-fields.json"
-)
+FIELDS_FILE = Path(__file__).with_name("taisce-contract-v1-fields.json")
 # Served as the refusal a deployment without them answers, not with their success status.
 REFUSED = {
     "/v1/notifications/endpoints/register": (501, "notifications_unavailable"),
