@@ -431,10 +431,7 @@ async def vector_ranking(
     if exact:
         where, params = scope.where("v")
         ranking = EXACT_NEAREST.format(where)
-        async with generic_plans(conn):
-            return await _nearest(
-                conn, ranking, [vector, *params, count], vector, weighed, also, count
-            )
+        return await _nearest(conn, ranking, [vector, *params, count], vector, weighed, also, count)
     where, params = scope.where("v", kind=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"

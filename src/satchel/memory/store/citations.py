@@ -160,7 +160,7 @@ _CITED = (
 CITED_NOW = _CITED.format(TOUCHING_NOW)
 CITED_THEN = _CITED.format(TOUCHING_THEN)
 
-Step = tuple[HopRow, Evidence | None]
+CitedHop = tuple[HopRow, Evidence | None]
 
 
 async def facts_touching(
@@ -174,7 +174,7 @@ async def facts_touching(
     as_known_at: datetime | None,
     fanout: int,
     limit: int,
-) -> list[Step]:
+) -> list[CitedHop]:
     """Facts with `ends` as subject or object, valid at `as_of` and believed at `as_known_at`
     (None: now), at most `fanout` per entity and side, at most `limit` in all, in `ends` order;
     each with its earliest evidence (None when it has none)."""
