@@ -135,6 +135,23 @@ def test_the_active_step_as_a_whole_is_held_to_its_share_of_the_budget() -> None
     )
 
 
+def test_a_result_cut_to_its_share_is_sent_alike_when_a_note_joins() -> None:
+    # Found by the state machine: a note took some of the budget, and the awaited step's result,
+    # already cut to its share, was cut again a few characters shorter with no trim saying so.
+    sift = ContextSift(SiftSettings(budget=4880, window=None))
+    run = Run.start()
+    sift.begin_run(run.history)
+    run.step([7445], tool="grep")
+    run.step([8001], tool="grep")
+    first = sift.sift(run.history, tools=TOOLS)
+    cut = first.messages[-1]
+    assert "are left out here" in cut["content"]
+    again = sift.sift(run.history, tools=TOOLS, note="0")
+    assert cut in again.messages
+    keep = min([event.first for event in again.events] + [len(first.messages)])
+    assert again.messages[:keep] == first.messages[:keep]
+
+
 @pytest.mark.parametrize(
     ("system_chars", "reason"), [(50_000, "fit_to_window"), (29_000, "overflow")]
 )

@@ -253,13 +253,15 @@ class Sifter:
         for index in range(unit.start + 1, unit.end):
             call_id = str(messages[index].get("tool_call_id"))
             call = calls.get(call_id)
-            if call is None or call_id in state.whole:
+            # Sent whole, or already cut to a common length: sent as it was (the same bytes,
+            # though a note now takes some of the room).
+            if call is None or call_id in state.whole or call_id in state.limits:
                 continue
             if call_name(call) in self.settings.retrieval_tools:
                 continue
             length = len(content_text(messages[index].get("content")))
             if call_id in state.bounded:
-                length = min(length, state.limits.get(call_id, self.settings.bounded_chars))
+                length = min(length, self.settings.bounded_chars)
             if length > MIN_SHARE_CHARS:
                 shown[index] = length
                 shown_tokens += self.size(self._shown(messages[index], state))
