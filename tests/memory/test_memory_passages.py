@@ -17,7 +17,7 @@ from memory_kit import LiveServer
 
 from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, Vectors, load_embedder
 from satchel.memory.passages.index import index_passages
-from satchel.memory.passages.search import Scope, question_terms
+from satchel.memory.passages.search import Scope, question_terms, search_passages
 
 ANA = [
     "I adopted a golden retriever puppy last weekend, she is called Biscuit.",
@@ -355,3 +355,83 @@ def test_lexeme_counts_stay_with_their_lexemes_under_parallel_plans(
     weights = dict(asyncio.run(terms()).weights)
     assert weights["'violin'"] > weights["'lesson'"] * 0.99 > weights["'garden'"] * 5
     assert weights["'violin'"] == pytest.approx(math.log(1 + (31 - 1 + 0.5) / 1.5))
+
+
+REPLY = "Noted, I will keep that in mind."
+TOLD = [
+    f"Remember for me that {who} {doing} {where}."
+    for who in ("my brother", "my aunt", "our neighbour", "a colleague")
+    for doing in ("moved to", "bought a flat in", "ran a marathon in", "studies music in")
+    for where in ("Lisbon", "Oslo")
+]
+
+
+async def walked(url: str, scope: Scope, question: str, embedder: Any) -> list[str]:
+    """The approximate search's messages, planned as over a large index: a table this small
+    would be scanned whole, and the graphs never walked."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            await conn.execute(f"SET {setting} = off")
+        found = await search_passages(
+            conn, scope, question, limit=10, candidates=200, embedder=embedder
+        )
+    return [hit.content for hit in found.hits]
+
+
+def test_replies_said_word_for_word_do_not_hide_what_users_said(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    # An assistant that answers alike again and again leaves equal vectors, which HNSW links
+    # only to one another. Nearest the question, they once swallowed a search for users' words
+    # whole: the walk met nothing else, and roles were filtered after it.
+    for told in TOLD:
+        messages = [{"role": "user", "content": told}]
+        messages += [{"role": "assistant", "content": REPLY}] * 63
+        body = {"data_subject_id": "cal", "messages": messages}
+        assert alpha.post("/v1/observations", json=body).status_code == 201
+    url = live_server.database_url
+    index(url, minilm, limit=1024)
+    question = "Will you keep this in mind for me?"
+    exact = search(alpha, question, data_subject_id="cal", source_role="user", limit=10)
+    assert len(exact["passages"]) == 10 and set(previews(exact)) <= set(TOLD)
+    scope = Scope(project_id(url), "cal", ("user",))
+    assert asyncio.run(walked(url, scope, question, minilm)) == previews(exact)
+    # replies are found where they are asked for
+    scope = Scope(project_id(url), "cal", ("assistant",))
+    assert asyncio.run(walked(url, scope, question, minilm))[0] == REPLY
+
+
+class Counted(Letters):
+    """Letters, keeping every text it was given."""
+
+    def __init__(self) -> None:
+        self.given: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.given.extend(texts)
+        return super().embed(texts)
+
+
+def test_a_text_said_again_is_embedded_once_a_pass(
+    live_server: LiveServer, alpha: httpx.Client
+) -> None:
+    for told in TOLD[:4]:
+        body = {
+            "data_subject_id": "cal",
+            "messages": [
+                {"role": "user", "content": told},
+                {"role": "assistant", "content": REPLY},
+            ],
+        }
+        assert alpha.post("/v1/observations", json=body).status_code == 201
+    url = live_server.database_url
+    counted = Counted()
+    assert sum(index(url, counted)) == 7 + 8  # alpha's seven messages, then these eight
+    assert counted.given.count(REPLY) == 1 and sorted(set(counted.given)) == sorted(counted.given)
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT count(*), count(DISTINCT v.embedding::text) FROM message_vectors v"
+            " JOIN messages m ON m.id = v.message_id WHERE m.content = %s",
+            (REPLY,),
+        ).fetchone()
+    assert rows == (4, 1)

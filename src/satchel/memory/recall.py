@@ -25,7 +25,6 @@ from satchel.memory.store.entities import (
 from satchel.memory.store.facts import HopRow
 
 SURFACES = ("facts", "reports", "passages")
-ROLES = ("user", "assistant", "system", "tool")
 MAX_QUESTION_BYTES = 8_192
 MAX_TERMS = 512
 MAX_TERM_BYTES = 32_768

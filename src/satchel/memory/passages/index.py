@@ -76,11 +76,13 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
     rows = [row for row in rows if row[0] <= through]
     values: list[tuple[Any, ...]] = []
     if rows:
-        vectors = await asyncio.to_thread(embedder.embed, [row[5] for row in rows])
-        values = [
-            (row[1], project_id, row[2], row[3], row[4], vector_literal(vector))
-            for row, vector in zip(rows, vectors, strict=True)
-        ]
+        # A text said again (an assistant's stock reply) is embedded once a pass.
+        texts = list(dict.fromkeys(row[5] for row in rows))
+        vectors = await asyncio.to_thread(embedder.embed, texts)
+        literals = {
+            text: vector_literal(vector) for text, vector in zip(texts, vectors, strict=True)
+        }
+        values = [(row[1], project_id, row[2], row[3], row[4], literals[row[5]]) for row in rows]
     async with conn.transaction():
         if await generation(conn, project_id, embedder) != begun:
             return 0

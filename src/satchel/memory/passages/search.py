@@ -24,6 +24,7 @@ from psycopg import AsyncConnection, sql
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
 from satchel.memory.passages.periods import Period, named_periods, shifted
+from satchel.memory.store.messages import ROLES
 from satchel.memory.store.plans import committing, generic_plans
 from satchel.memory.store.terms import frequencies, tsquery_lexeme
 
@@ -64,16 +65,19 @@ class Scope:
     roles: tuple[str, ...] = ()
     turns_only: bool = False
 
-    def where(self, table: str = "m", kind: bool = True) -> tuple[sql.Composable, list[Any]]:
+    def where(
+        self, table: str = "m", kind: bool = True, roles: bool = True
+    ) -> tuple[sql.Composable, list[Any]]:
         """The scope as a condition over `table` (`messages m`, or `message_vectors v`, which
-        carries the message's scope columns); `kind=False` leaves turns-only to the caller."""
+        carries the message's scope columns); `kind=False` leaves turns-only to the caller,
+        `roles=False` the roles."""
         name = sql.Identifier(table)
         clause: sql.Composable = sql.SQL("{}.project_id = %s").format(name)
         params: list[Any] = [self.project_id]
         if self.subject:
             clause = sql.SQL("{} AND {}.data_subject_id = %s").format(clause, name)
             params.append(self.subject)
-        if self.roles:
+        if self.roles and roles:
             clause = sql.SQL("{} AND {}.role = ANY(%s)").format(clause, name)
             params.append(list(self.roles))
         if self.turns_only and kind:
@@ -432,18 +436,22 @@ async def vector_ranking(
         where, params = scope.where("v")
         ranking = EXACT_NEAREST.format(where)
         return await _nearest(conn, ranking, [vector, *params, count], vector, weighed, also, count)
-    where, params = scope.where("v", kind=False)
+    where, params = scope.where("v", kind=False, roles=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
-        " FROM message_vectors v WHERE {} AND {} ORDER BY distance LIMIT %s)"
+        " FROM message_vectors v WHERE {} AND {} AND v.role = {} ORDER BY distance LIMIT %s)"
     )
-    # One graph for turns, one for the rest (see migration 0007): each is walked on its own.
+    # One graph per kind (turns, the rest) and role (see migration 0011), each walked on its
+    # own: the role is written out, so the planner knows which graph holds the rows.
     kinds = [sql.SQL("v.turn")] if scope.turns_only else [sql.SQL("v.turn"), sql.SQL("NOT v.turn")]
+    graphs = [(kind, sql.Literal(role)) for kind in kinds for role in scope.roles or ROLES]
     ranking = sql.SQL(
         "SELECT id, 1 - distance AS score FROM ({}) s ORDER BY distance LIMIT %s"
-    ).format(sql.SQL(" UNION ALL ").join(nearest.format(where, kind) for kind in kinds))
+    ).format(
+        sql.SQL(" UNION ALL ").join(nearest.format(where, kind, role) for kind, role in graphs)
+    )
     values: list[Any] = []
-    for _ in kinds:
+    for _ in graphs:
         values += [vector, *params, count]
     values.append(count)
     wanted = str(min(EF_SEARCH, max(40, count)))

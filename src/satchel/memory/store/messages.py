@@ -13,6 +13,7 @@ from psycopg import AsyncConnection
 Conn = AsyncConnection[Any]
 
 MAX_MESSAGE_BYTES = 65_536
+ROLES = ("user", "assistant", "system", "tool")  # who may say a message (see migration 0001)
 
 
 class WindowInvalid(Exception):

@@ -26,7 +26,6 @@ from satchel.memory.config import MemorySettings
 from satchel.memory.passages import query_embedder
 from satchel.memory.recall import (
     MAX_QUESTION_BYTES,
-    ROLES,
     SURFACES,
     Ask,
     Controls,
@@ -34,6 +33,7 @@ from satchel.memory.recall import (
     recall,
 )
 from satchel.memory.store.database import autocommitting, spare_connection
+from satchel.memory.store.messages import ROLES
 
 router = APIRouter(route_class=StrictRoute)
 
