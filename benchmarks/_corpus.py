@@ -1,9 +1,10 @@
 """A stored conversation corpus for the read benchmarks: turns, messages and their vectors.
 
 Embedding 100k messages with the local model would take a quarter of an hour on 2 cores, so
-the corpus is built from a pool of distinct sentences that are embedded for real; each message
-is one pool sentence with a short unique tail, and its vector is the sentence's vector with a
-little noise, normalized. The index then holds 100k distinct vectors laid out as real ones are.
+the corpus is built from a pool of distinct sentences that are embedded for real; each user
+message is one pool sentence with a short unique tail, and its vector is the sentence's vector
+with a little noise, normalized, so they lie as real ones do. The assistant's replies are a dozen
+texts said over and over, each with its own real vector, shared as the worker's would be.
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ def load_conversations(
     rng = random.Random(seed)
     pool = sentences(POOL, rng)
     vectors = embedder.embed(pool)
+    # Replies are said word for word again and again, so they share vectors as the worker's
+    # would: one real vector per distinct reply.
+    replies = [REPLY.format(person=person) for person in PEOPLE]
+    replied = dict(zip(replies, embedder.embed(replies), strict=True))
     noise = np.random.default_rng(seed)
     now = datetime.now(UTC)
     turns = messages // 2
@@ -93,10 +98,14 @@ def load_conversations(
         reply = REPLY.format(person=rng.choice(PEOPLE))
         rows.append((uuid.uuid4(), turn, project_id, subject, 0, "user", said, 0, at, jitter))
         rows.append(
-            (uuid.uuid4(), turn, project_id, subject, 1, "assistant", reply, 1, at, vectors[0])
+            (uuid.uuid4(), turn, project_id, subject, 1, "assistant", reply, 1, at, replied[reply])
         )
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP INDEX message_vectors_turns, message_vectors_other")
+        graphs = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'message_vectors'"
+            " AND indexdef LIKE '%USING hnsw%'"
+        ).fetchall()
+        conn.execute("DROP INDEX " + ", ".join(name for name, _ in graphs))
         _copy(
             conn,
             "observations (id, project_id, log_offset, data_subject_id, kind, occurred_at,"
@@ -112,11 +121,8 @@ def load_conversations(
         _vectors(conn, [(row[0], row[2], row[3], row[5], True, row[-1]) for row in rows])
         _embed_the_rest(conn, project_id, embedder, noise)
         conn.execute("SET maintenance_work_mem = '1GB'")
-        for name, kind in (("turns", "turn"), ("other", "NOT turn")):
-            conn.execute(
-                f"CREATE INDEX message_vectors_{name} ON message_vectors"
-                f" USING hnsw (embedding vector_cosine_ops) WHERE {kind}"
-            )
+        for _, definition in graphs:  # built again once the rows are in: far quicker
+            conn.execute(definition)
         conn.execute(
             "INSERT INTO passage_generations (project_id, id, embedder) VALUES (%s, %s, %s)"
             " ON CONFLICT (project_id) DO NOTHING",
