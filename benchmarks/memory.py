@@ -369,12 +369,13 @@ def worker_progress(url: str, project_id: int) -> tuple[int, int, int, int]:
 def caught_up(url: str, project_id: int, timeout: float) -> float:
     """Seconds until the worker has formed, embedded and counted every stored turn."""
     began = time.perf_counter()
-    while min(worker_progress(url, project_id)[1:]) < worker_progress(url, project_id)[0]:
+    while True:
+        stored, *done = worker_progress(url, project_id)
+        if min(done) >= stored:
+            return time.perf_counter() - began
         if time.perf_counter() - began > timeout:
-            stored, *done = worker_progress(url, project_id)
             raise RuntimeError(f"the worker did not catch up in {timeout:g} s: {stored}, {done}")
         time.sleep(0.25)
-    return time.perf_counter() - began
 
 
 # ---- reads -------------------------------------------------------------------------------------
