@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import numpy as np
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,17 +18,17 @@ from memory_kit import LiveServer
 from psycopg import sql
 
 from satchel.memory.passages import search
-from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
+from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, load_embedder
 from satchel.memory.passages.index import index_passages, vector_literal
 from satchel.memory.passages.search import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
     SESSION_WEIGHT,
-    Around,
     Placed,
     Scope,
     coverage_and_lexemes,
     text_ranking,
+    vector_ranking,
     weigh,
     with_neighbours,
 )
@@ -369,28 +370,32 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
     scores = {uuid.UUID(chunk): data.draw(st.floats(0.01, 1.0)) for chunk in sorted(chosen)}
     around = said_around(logged, live_server.database_url)
 
-    async def smoothed(read_around: bool) -> dict[uuid.UUID, float]:
-        """The shares, with each turn's neighbourhood read beside its place (as a ranking
-        read whole has it), or without (asked of the database by `with_neighbours`)."""
-        async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
+    async def smoothed(read_whole: bool) -> dict[uuid.UUID, float]:
+        """The shares, with the places read as a vector ranking reads its messages whole (each
+        turn's neighbourhood beside them where a later turn of its subject is among them), or
+        read bare (the neighbourhood then asked of the database by `with_neighbours`)."""
+        async with await psycopg.AsyncConnection.connect(
+            live_server.database_url, autocommit=True
+        ) as conn:
+            if read_whole:
+                vector = vector_literal(np.full(DIMENSIONS, DIMENSIONS**-0.5, dtype=np.float32))
+                project = project_id(live_server.database_url, "beta")
+                nearest = await vector_ranking(conn, Scope(project), vector, 0, also=list(scores))
+                assert not nearest.ranking and set(nearest.placed) == set(scores)
+                await conn.close()  # what was read whole must be all the neighbours need
+                return dict(await with_neighbours(conn, scores, nearest.placed))
             cursor = await conn.execute(
                 "SELECT m.id, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
-                " o.log_offset, m.occurred_at,"
-                " (SELECT min(n.log_offset) FROM observations n WHERE n.project_id = o.project_id"
-                "  AND n.data_subject_id = o.data_subject_id AND n.log_offset > o.log_offset),"
-                " (SELECT max(t.ordinal) FROM messages t WHERE t.observation_id = o.id)"
+                " o.log_offset, m.occurred_at"
                 " FROM messages m JOIN observations o ON o.id = m.observation_id"
                 " WHERE m.id = ANY(%s)",
                 (list(scores),),
             )
-            place_of = {
-                row[0]: Placed(*row[:7], Around(*row[7:]) if read_around else None)
-                for row in await cursor.fetchall()
-            }
+            place_of = {row[0]: Placed(*row) for row in await cursor.fetchall()}
             return dict(await with_neighbours(conn, scores, place_of))
 
-    found = asyncio.run(smoothed(read_around=False))
-    assert asyncio.run(smoothed(read_around=True)) == found
+    found = asyncio.run(smoothed(read_whole=False))
+    assert asyncio.run(smoothed(read_whole=True)) == found
     sessions: dict[Any, list[float]] = {}
     for chunk, score in scores.items():
         sessions.setdefault(session_key(live_server.database_url, chunk), []).append(score)

@@ -367,18 +367,25 @@ class Nearest:
 NO_NEAREST = Nearest([], {}, {})
 
 # A ranking's messages (its `id` and `score` columns) and those `also` names (score NULL), each
-# read whole in the same round trip: place, its turn's neighbourhood and its hit row. Neighbours
-# and hits then need no statement of their own.
+# read whole in the same round trip: place, hit row and, for a message whose subject has another
+# of them in a later turn, its turn's neighbourhood (only such turns can border another's).
+# Neighbours and hits then need no statement of their own.
 READ_WHOLE = sql.SQL(
-    "SELECT r.id, r.score, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
-    " o.log_offset, m.occurred_at,"
-    " (SELECT min(n.log_offset) FROM observations n WHERE n.project_id = o.project_id"
-    "  AND n.data_subject_id = o.data_subject_id AND n.log_offset > o.log_offset),"
-    " (SELECT max(t.ordinal) FROM messages t WHERE t.observation_id = m.observation_id),"
-    " m.role, m.content, coalesce(r.score, {cosine}), {share}"
-    " FROM (SELECT a.id, a.score FROM ({ranking}) a"
+    "SELECT w.id, w.score, w.observation_id, w.ordinal, w.project_id, w.data_subject_id,"
+    " w.log_offset, w.occurred_at,"
+    " CASE WHEN w.followed THEN (SELECT min(n.log_offset) FROM observations n"
+    "  WHERE n.project_id = w.project_id AND n.data_subject_id = w.data_subject_id"
+    "  AND n.log_offset > w.log_offset) END,"
+    " CASE WHEN w.followed THEN (SELECT max(t.ordinal) FROM messages t"
+    "  WHERE t.observation_id = w.observation_id) END,"
+    " w.role, w.content, w.similarity, w.share"
+    " FROM (SELECT r.id, r.score, m.observation_id, m.ordinal, o.project_id, o.data_subject_id,"
+    "  o.log_offset, m.occurred_at, m.role, m.content, coalesce(r.score, {cosine}) AS similarity,"
+    "  {share} AS share, o.data_subject_id IS NOT NULL"
+    "  AND o.log_offset < max(o.log_offset) OVER (PARTITION BY o.data_subject_id) AS followed"
+    "  FROM (SELECT a.id, a.score FROM ({ranking}) a"
     "  UNION ALL SELECT x, NULL FROM unnest(%s::uuid[]) AS x) r"
-    " JOIN messages m ON m.id = r.id JOIN observations o ON o.id = m.observation_id"
+    "  JOIN messages m ON m.id = r.id JOIN observations o ON o.id = m.observation_id) w"
 )
 # Up to this many messages in all are read whole. Past it, reading every one's content and
 # neighbourhood costs more than the statements it saves: only places are read, and neighbours
@@ -406,9 +413,8 @@ async def _nearest(
     rows: HitRows = {}
     for row in await cursor.fetchall():
         chunk, score, source, ordinal, project, subject, offset, occurred, after, last = row[:10]
-        place = Placed(
-            chunk, source, ordinal, project, subject, offset, occurred, Around(after, last)
-        )
+        around = None if last is None else Around(after, last)
+        place = Placed(chunk, source, ordinal, project, subject, offset, occurred, around)
         if score is not None:
             ranked.append((place, float(score)))
         placed[chunk] = place
