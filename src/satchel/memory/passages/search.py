@@ -209,7 +209,11 @@ PLACED = sql.SQL(
 
 async def _ranked(conn: Conn, ranking: sql.Composable, values: list[Any]) -> Ranking:
     cursor = await conn.execute(PLACED.format(ranking), values)
-    return [(Placed(row[0], *row[2:]), float(row[1])) for row in await cursor.fetchall()]
+    return _ranking_of(await cursor.fetchall())
+
+
+def _ranking_of(rows: list[tuple[Any, ...]]) -> Ranking:
+    return [(Placed(row[0], *row[2:]), float(row[1])) for row in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,7 +397,7 @@ READ_WHOLE = sql.SQL(
 WHOLE_UP_TO = 64
 
 
-async def _nearest(
+async def _ask_nearest(
     conn: Conn,
     ranking: sql.Composable,
     values: list[Any],
@@ -401,25 +405,37 @@ async def _nearest(
     terms: Terms,
     also: list[uuid.UUID],
     count: int,
-) -> Nearest:
+) -> Callable[[], Awaitable[Nearest]]:
+    """Send a vector ranking's statement; the returned call reads its answer. In a pipeline,
+    the statement's rows arrive with the pipeline's end, in the same round trip."""
     if count + len(also) > WHOLE_UP_TO:
-        return Nearest(await _ranked(conn, ranking, values), {}, {})
+        bare = await conn.execute(PLACED.format(ranking), values)
+
+        async def places_only() -> Nearest:
+            return Nearest(_ranking_of(await bare.fetchall()), {}, {})
+
+        return places_only
     cosine, cosine_values = _cosine(vector)
     share, share_values = _share(terms)
     query = READ_WHOLE.format(cosine=cosine, share=share, ranking=ranking)
     cursor = await conn.execute(query, [*cosine_values, *share_values, *values, also])
-    ranked: Ranking = []
-    placed: dict[uuid.UUID, Placed] = {}
-    rows: HitRows = {}
-    for row in await cursor.fetchall():
-        chunk, score, source, ordinal, project, subject, offset, occurred, after, last = row[:10]
-        around = None if last is None else Around(after, last)
-        place = Placed(chunk, source, ordinal, project, subject, offset, occurred, around)
-        if score is not None:
-            ranked.append((place, float(score)))
-        placed[chunk] = place
-        rows.setdefault(chunk, (chunk, source, ordinal, *row[10:12], occurred, *row[12:]))
-    return Nearest(ranked, placed, rows)
+
+    async def whole() -> Nearest:
+        ranked: Ranking = []
+        placed: dict[uuid.UUID, Placed] = {}
+        rows: HitRows = {}
+        for row in await cursor.fetchall():
+            chunk, score, source, ordinal, project, subject, offset, occurred = row[:8]
+            after, last = row[8:10]
+            around = None if last is None else Around(after, last)
+            place = Placed(chunk, source, ordinal, project, subject, offset, occurred, around)
+            if score is not None:
+                ranked.append((place, float(score)))
+            placed[chunk] = place
+            rows.setdefault(chunk, (chunk, source, ordinal, *row[10:12], occurred, *row[12:]))
+        return Nearest(ranked, placed, rows)
+
+    return whole
 
 
 async def vector_ranking(
@@ -441,7 +457,8 @@ async def vector_ranking(
     if exact:
         where, params = scope.where("v")
         ranking = EXACT_NEAREST.format(where)
-        return await _nearest(conn, ranking, [vector, *params, count], vector, weighed, also, count)
+        compared = [vector, *params, count]
+        return await (await _ask_nearest(conn, ranking, compared, vector, weighed, also, count))()
     where, params = scope.where("v", kind=False, roles=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
@@ -472,7 +489,8 @@ async def vector_ranking(
                 " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
                 (wanted,),
             )
-        found = await _nearest(conn, ranking, values, vector, weighed, also, count)
+        read = await _ask_nearest(conn, ranking, values, vector, weighed, also, count)
+    found = await read()
     if unset and committing(conn):
         _scan_settings[conn] = wanted
     return found
