@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -11,8 +12,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from satchel.memory.api.access_log import AccessLog
+from satchel.memory.api.credentials import Credentials
 from satchel.memory.api.errors import install_error_handlers
-from satchel.memory.api.gate import Admission, Gate
+from satchel.memory.api.gate import Admission, Gate, Grant
 from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
 from satchel.memory.api.routes import ROUTERS
 from satchel.memory.config import MemorySettings
@@ -37,14 +39,19 @@ def create_app(
     worker's state for `/ready` (`running` or `stopped`); without one it is `off`."""
     settings = settings or MemorySettings()
     pool = open_pool(url, settings.pool_size)
+    credentials: Credentials[Grant] = Credentials(url)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await pool.open()
+        listener = asyncio.create_task(credentials.listen())
         try:
             async with mcp.running():
                 yield
         finally:
+            listener.cancel()
+            with suppress(asyncio.CancelledError):
+                await listener
             await pool.close()
 
     app = MemoryApp(
@@ -61,7 +68,9 @@ def create_app(
     )
     app.state.settings = settings
     app.state.gate = Gate(
-        pool, Admission(settings.work_limit, settings.project_limit, settings.token_limit)
+        pool,
+        Admission(settings.work_limit, settings.project_limit, settings.token_limit),
+        credentials,
     )
     install_error_handlers(app)
     for router in ROUTERS:

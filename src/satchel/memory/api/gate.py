@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from fastapi import Request
 from psycopg_pool import AsyncConnectionPool
 
+from satchel.memory.api.credentials import Credentials
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.strict import Access
 from satchel.memory.store.database import autocommitting
@@ -94,14 +95,22 @@ class Admission:
 class Gate:
     """Authenticate, admit, check access; store the grant on `request.state.grant`."""
 
-    def __init__(self, pool: AsyncConnectionPool, admission: Admission) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, admission: Admission, credentials: Credentials[Grant]
+    ) -> None:
         self.pool = pool
         self.admission = admission
+        self.credentials = credentials
         self.lookups = 0
 
     async def identify(self, request: Request) -> Grant:
-        """The grant of the request's bearer token, or 401 `unauthenticated` (no slot taken)."""
-        token = bearer(request)
+        """The grant of the request's bearer token, or 401 `unauthenticated` (no slot taken);
+        remembered from an earlier request while changes to credentials are heard."""
+        digest = token_digest(bearer(request))
+        remembered = self.credentials.grant(digest)
+        if remembered is not None:
+            return remembered
+        generation = self.credentials.generation
         # Credential lookups happen before admission, so they are bounded too: past the limit,
         # or when no connection frees up in time, the request is refused instead of waiting.
         if self.lookups >= LOOKUPS:
@@ -113,14 +122,16 @@ class Gate:
                     "SELECT p.id, p.name, t.id, t.access FROM tokens t "
                     "JOIN projects p ON p.id = t.project_id "
                     "WHERE t.digest = %s AND t.revoked_at IS NULL AND p.suspended_at IS NULL",
-                    (token_digest(token),),
+                    (digest,),
                 )
                 row = await cursor.fetchone()
         finally:
             self.lookups -= 1
         if row is None:
             raise unauthenticated()
-        return Grant(row[0], row[1], row[2], row[3] == "read_only")
+        grant = Grant(row[0], row[1], row[2], row[3] == "read_only")
+        self.credentials.remember(digest, grant, generation)
+        return grant
 
     async def __call__(self, request: Request, access: Access) -> Callable[[], None]:
         grant = await self.identify(request)
