@@ -435,3 +435,66 @@ def test_a_text_said_again_is_embedded_once_a_pass(
             (REPLY,),
         ).fetchone()
     assert rows == (4, 1)
+
+
+def test_a_spare_connection_ranks_by_vector_beside_full_text_alike(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    for told in TOLD:
+        turn = [{"role": "user", "content": told}, {"role": "assistant", "content": REPLY}]
+        assert alpha.post("/v1/observations", json={"messages": turn}).status_code == 201
+    url = live_server.database_url
+    index(url, minilm)
+    scope = Scope(project_id(url))
+
+    async def found(question: str, candidates: int, beside: bool) -> list[tuple[str, float]]:
+        async with (
+            await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
+            await psycopg.AsyncConnection.connect(url, autocommit=True) as spare,
+        ):
+            page = await search_passages(
+                conn,
+                scope,
+                question,
+                limit=10,
+                candidates=candidates,
+                exact=candidates == 0,
+                embedder=minilm,
+                spare=spare if beside else None,
+            )
+        return [(hit.content, round(hit.similarity, 6)) for hit in page.hits]
+
+    for question in ("Who moved to Lisbon?", "a marathon in Oslo", "music"):
+        for candidates in (0, 65, 200):  # exact, and past what is read whole
+            alone = asyncio.run(found(question, candidates, beside=False))
+            assert len(alone) == 10
+            assert asyncio.run(found(question, candidates, beside=True)) == alone
+
+
+def test_a_failing_spare_connection_fails_the_search_and_frees_the_other(
+    live_server: LiveServer, alpha: httpx.Client, minilm: Any
+) -> None:
+    for told in TOLD[:4]:
+        body = {"messages": [{"role": "user", "content": told}]}
+        assert alpha.post("/v1/observations", json=body).status_code == 201
+    url = live_server.database_url
+    index(url, minilm)
+
+    async def run() -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            spare = await psycopg.AsyncConnection.connect(url, autocommit=True)
+            await spare.close()
+            with pytest.raises(psycopg.OperationalError):
+                await search_passages(
+                    conn,
+                    Scope(project_id(url)),
+                    "Lisbon",
+                    limit=3,
+                    candidates=100,
+                    embedder=minilm,
+                    spare=spare,
+                )
+            cursor = await conn.execute("SELECT 1")  # nothing of the search is left running
+            assert await cursor.fetchone() == (1,)
+
+    asyncio.run(run())

@@ -577,7 +577,8 @@ async def with_neighbours(
         }
         for chunk, key in session_of.items():
             smoothed[chunk] += SESSION_WEIGHT * session_score[key]
-    return sorted(smoothed.items(), key=lambda item: (-item[1], str(item[0])))
+    # Ties in the order of the ids' text, which is the order of their 128-bit values.
+    return sorted(smoothed.items(), key=lambda item: (-item[1], item[0].int))
 
 
 Links = dict[uuid.UUID, uuid.UUID]
@@ -786,6 +787,31 @@ def _build_state(state: Coverage, usable: bool) -> str:
     return "ready" if covered or state.through_offset == NO_OFFSET else "building"
 
 
+async def _side_by_side(
+    conn: Conn,
+    spare: Conn,
+    scope: Scope,
+    terms: Terms,
+    count: int,
+    exact: bool,
+    embedding: asyncio.Future[str | None],
+) -> tuple[Ranking, Nearest]:
+    """The full-text ranking on `conn` and, beside it on `spare` once the question is embedded,
+    the vector ranking: two connections, so the database runs both at once."""
+    loop = asyncio.get_running_loop()
+    text = asyncio.Task(text_ranking(conn, scope, terms, count, True), loop=loop, eager_start=True)
+    try:
+        vector = await asyncio.shield(embedding)
+        nearest = NO_NEAREST
+        if vector is not None:
+            nearest = await vector_ranking(spare, scope, vector, count, exact, terms=terms)
+    finally:
+        await asyncio.wait([text])  # neither statement outlives the call
+        if not text.cancelled():
+            text.exception()  # a failure of the vector ranking's is the one raised
+    return text.result(), nearest
+
+
 async def search_passages(
     conn: Conn,
     scope: Scope,
@@ -795,6 +821,7 @@ async def search_passages(
     candidates: int = 0,
     exact: bool = False,
     embedder: Embedder | None,
+    spare: Conn | None = None,
 ) -> Found:
     """The `limit` best messages for `question`, and how complete the index behind them is.
 
@@ -803,7 +830,8 @@ async def search_passages(
     without a vector of the embedder's generation are ranked by full text, their similarity
     their share of the question's term weight (nothing is embedded here but the question). With
     no embedder that can run, the ranking is full text
-    alone and the answer says `embedded` is false.
+    alone and the answer says `embedded` is false. With a `spare` connection, a vector ranking
+    of more than `WHOLE_UP_TO` candidates runs on it beside the full-text ranking.
     """
     pool = max(candidates or DEFAULT_CANDIDATES, limit)
     # The embedder starts on the likely focus at once, in a thread, while the database weighs
@@ -818,17 +846,23 @@ async def search_passages(
         terms = await weigh(conn, scope, question, per_word, state.counted_through_offset)
         if terms.focused != guess:
             embedding = embed_question(embedder, terms.focused)
-        text = await text_ranking(conn, scope, terms, pool, vectored=usable)
+        # Read by places only, a ranking of so many needs nothing of the full-text one's.
+        beside = spare if usable and pool > WHOLE_UP_TO else None
+        if beside is not None:
+            text, nearest = await _side_by_side(conn, beside, scope, terms, pool, exact, embedding)
+        else:
+            text = await text_ranking(conn, scope, terms, pool, vectored=usable)
     finally:
         await asyncio.wait({early, embedding})
         early.exception()  # retrieved, so an unused guess that failed stays quiet
     literal = await embedding
     # Only the project's own generation's vectors can be compared with this question's.
     vector = literal if usable else None
-    nearest = NO_NEAREST
-    if vector is not None:
-        also = [placed.id for placed, _ in text]
-        nearest = await vector_ranking(conn, scope, vector, pool, exact, terms=terms, also=also)
+    if beside is None:
+        nearest = NO_NEAREST
+        if vector is not None:
+            also = [placed.id for placed, _ in text]
+            nearest = await vector_ranking(conn, scope, vector, pool, exact, terms=terms, also=also)
     periods = named_periods(question)
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
     scores = fuse(text, nearest.ranking, dated)

@@ -20,7 +20,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.passages import query_embedder
 from satchel.memory.passages.search import Scope, search_passages
-from satchel.memory.store.database import autocommitting
+from satchel.memory.store.database import autocommitting, spare_connection
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -121,7 +121,8 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
     if embedder is None:
         raise unavailable()
     scope = Scope(grant.project_id, query.subject, (query.role,) if query.role else ())
-    async with autocommitting(request.app.state.pool) as conn:
+    pool = request.app.state.pool
+    async with autocommitting(pool) as conn, spare_connection(pool) as spare:
         found = await search_passages(
             conn,
             scope,
@@ -130,6 +131,7 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
             candidates=query.candidates,
             exact=query.candidates == 0,
             embedder=embedder,
+            spare=spare,
         )
     if not found.embedded:
         raise unavailable()
