@@ -52,6 +52,16 @@ def listening(url: str) -> list[int]:
     return [row[0] for row in rows]
 
 
+def revoke_unheard(url: str, token: str, listener: int | None = None) -> None:
+    """Revoke `token` with the notification switched off (and first end the `listener`)."""
+    with psycopg.connect(url) as conn:
+        conn.execute("ALTER TABLE tokens DISABLE TRIGGER tokens_changed")
+        if listener is not None:
+            conn.execute("SELECT pg_terminate_backend(%s)", (listener,))
+        conn.execute("UPDATE tokens SET revoked_at = now() WHERE prefix = %s", (token[:12],))
+        conn.execute("ALTER TABLE tokens ENABLE TRIGGER tokens_changed")
+
+
 @pytest.fixture
 def heard(live_server: LiveServer) -> Iterator[LiveServer]:
     """The live server once its listener listens."""
@@ -96,10 +106,7 @@ def test_grants_are_remembered_and_only_the_notification_ends_them(heard: LiveSe
     token = heard.token("alpha")
     with client(heard, token) as api:
         assert freshness(api) == 200
-        with psycopg.connect(url) as conn:
-            conn.execute("ALTER TABLE tokens DISABLE TRIGGER tokens_changed")
-            conn.execute("UPDATE tokens SET revoked_at = now() WHERE prefix = %s", (token[:12],))
-            conn.execute("ALTER TABLE tokens ENABLE TRIGGER tokens_changed")
+        revoke_unheard(url, token)
         assert freshness(api) == 200
         with psycopg.connect(url) as conn:
             conn.execute("UPDATE projects SET name = name WHERE name = 'alpha'")  # heard
@@ -112,11 +119,7 @@ def test_a_lost_listener_forgets_every_grant_and_listens_again(heard: LiveServer
     with client(heard, first) as one, client(heard, second) as two:
         assert (freshness(one), freshness(two)) == (200, 200)
         (pid,) = listening(url)
-        with psycopg.connect(url) as conn:
-            conn.execute("ALTER TABLE tokens DISABLE TRIGGER tokens_changed")
-            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            conn.execute("UPDATE tokens SET revoked_at = now() WHERE prefix = %s", (first[:12],))
-            conn.execute("ALTER TABLE tokens ENABLE TRIGGER tokens_changed")
+        revoke_unheard(url, first, listener=pid)
         # Unheard, the revocation still takes effect: losing the listener forgot the grant.
         settles(lambda: freshness(one), 401)
         deadline = time.monotonic() + SETTLES
