@@ -43,10 +43,10 @@ def settles(ask: Callable[[], int], status: int) -> None:
 
 
 def listening(url: str) -> list[int]:
-    """The backends listening for credential changes."""
+    """The backends listening for credential changes to this database."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE query = %s",
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = %s",
             (f"LISTEN {credentials.CHANNEL}",),
         ).fetchall()
     return [row[0] for row in rows]
