@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import psycopg
@@ -62,13 +63,24 @@ def revoke_unheard(url: str, token: str, listener: int | None = None) -> None:
         conn.execute("ALTER TABLE tokens ENABLE TRIGGER tokens_changed")
 
 
+def credentials_of(server: LiveServer) -> Credentials[Any]:
+    """The running service's remembered grants (the server runs in this process)."""
+    found: Credentials[Any] = server.server.config.app.state.gate.credentials
+    return found
+
+
+def until_listening(server: LiveServer, but: int | None = None) -> None:
+    """Wait until the service listens for credential changes (on a backend other than `but`)."""
+    deadline = time.monotonic() + SETTLES
+    while not credentials_of(server).listening or listening(server.database_url) in ([], [but]):
+        assert time.monotonic() < deadline, "the service never listened for credential changes"
+        time.sleep(0.01)
+
+
 @pytest.fixture
 def heard(live_server: LiveServer) -> Iterator[LiveServer]:
     """The live server once its listener listens."""
-    deadline = time.monotonic() + SETTLES
-    while not listening(live_server.database_url):
-        assert time.monotonic() < deadline, "the service never listened for credential changes"
-        time.sleep(0.01)
+    until_listening(live_server)
     yield live_server
 
 
@@ -122,10 +134,7 @@ def test_a_lost_listener_forgets_every_grant_and_listens_again(heard: LiveServer
         revoke_unheard(url, first, listener=pid)
         # Unheard, the revocation still takes effect: losing the listener forgot the grant.
         settles(lambda: freshness(one), 401)
-        deadline = time.monotonic() + SETTLES
-        while listening(url) in ([], [pid]):
-            assert time.monotonic() < deadline, "the service did not listen again"
-            time.sleep(0.05)
+        until_listening(heard, but=pid)
         assert freshness(two) == 200
         assert revoke_token(url, second) == 1
         settles(lambda: freshness(two), 401)
