@@ -358,7 +358,8 @@ def main(argv: list[str] | None = None) -> None:
             row = conn.execute("SELECT id FROM projects WHERE name = 'locomo'").fetchone()
         assert row is not None
         project_id = int(row[0])
-        with service(url, folder) as port:
+        with service(url, folder) as served:
+            port = served.port
             console.print("ingesting over HTTP ...")
             sources, ingest_rate = ingest(port, token, conversations)
             console.print("building the passage index ...")
