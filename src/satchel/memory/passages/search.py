@@ -24,6 +24,7 @@ from psycopg import AsyncConnection, sql
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.index import vector_literal
 from satchel.memory.passages.periods import Period, named_periods, shifted
+from satchel.memory.store.arrays import int_array, text_array, uuid_array
 from satchel.memory.store.messages import ROLES
 from satchel.memory.store.plans import committing, generic_plans
 from satchel.memory.store.terms import frequencies, tsquery_lexeme
@@ -172,7 +173,9 @@ async def coverage_and_lexemes(
     return _coverage(row[:5]), [list(found) for found in row[5] or []]
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, like `Placed`: made for every candidate, and a frozen dataclass takes four times
+# as long to make (each field set through object.__setattr__).
+@dataclass(slots=True)
 class Around:
     """What a turn's neighbours need: the log offset of its subject's next turn (None when it
     is the last) and the ordinal of its own last message."""
@@ -181,7 +184,7 @@ class Around:
     last_ordinal: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placed:
     """A candidate message and its place: turn, position in it, subject and log offset, and,
     when read with it, what its turn's neighbours need."""
@@ -418,7 +421,7 @@ async def _ask_nearest(
     cosine, cosine_values = _cosine(vector)
     share, share_values = _share(terms)
     query = READ_WHOLE.format(cosine=cosine, share=share, ranking=ranking)
-    cursor = await conn.execute(query, [*cosine_values, *share_values, *values, also])
+    cursor = await conn.execute(query, [*cosine_values, *share_values, *values, uuid_array(also)])
 
     async def whole() -> Nearest:
         ranked: Ranking = []
@@ -560,25 +563,33 @@ async def with_neighbours(
     `place_of`: where each scored message is."""
     found = [place_of[chunk] for chunk in scores]
     before, after = await _adjacent(conn, found)
-    smoothed = dict(scores)
+    # Hundreds of candidates in a passage search: each id is looked up as few times as can be
+    # (a UUID hashes in Python), the rest goes by position.
+    smoothed: list[float] = []
     sessions: dict[tuple[Any, Any], list[float]] = {}
-    session_of: dict[uuid.UUID, tuple[Any, Any]] = {}
-    for placed in found:
+    session_of: list[tuple[Any, Any]] = []
+    for placed, score in zip(found, scores.values(), strict=True):
         chunk = placed.id
-        around = sum(scores[link[chunk]] for link in (before, after) if chunk in link)
-        smoothed[chunk] += NEIGHBOUR_WEIGHT * around
+        around = 0.0
+        if (earlier := before.get(chunk)) is not None:
+            around += scores[earlier]
+        if (later := after.get(chunk)) is not None:
+            around += scores[later]
+        smoothed.append(score + NEIGHBOUR_WEIGHT * around)
         key = (placed.subject, placed.occurred_at)
-        session_of[chunk] = key
-        sessions.setdefault(key, []).append(scores[chunk])
+        session_of.append(key)
+        sessions.setdefault(key, []).append(score)
     if SESSION_WEIGHT:
         session_score = {
             key: sum(sorted(values, reverse=True)[:SESSION_TOP]) / SESSION_TOP
             for key, values in sessions.items()
         }
-        for chunk, key in session_of.items():
-            smoothed[chunk] += SESSION_WEIGHT * session_score[key]
+        smoothed = [
+            value + SESSION_WEIGHT * session_score[key]
+            for value, key in zip(smoothed, session_of, strict=True)
+        ]
     # Ties in the order of the ids' text, which is the order of their 128-bit values.
-    return sorted(smoothed.items(), key=lambda item: (-item[1], item[0].int))
+    return sorted(zip(scores, smoothed, strict=True), key=lambda item: (-item[1], item[0].int))
 
 
 Links = dict[uuid.UUID, uuid.UUID]
@@ -591,9 +602,9 @@ async def _adjacent(conn: Conn, found: list[Placed]) -> tuple[Links, Links]:
     candidates are looked at, with one statement for whether two turns are adjacent."""
     before: Links = {}
     after: Links = {}
-    at = {(p.observation_id, p.ordinal): p.id for p in found}
+    at = {(p.observation_id.int, p.ordinal): p.id for p in found}
     for p in found:
-        if (earlier := at.get((p.observation_id, p.ordinal - 1))) is not None:
+        if (earlier := at.get((p.observation_id.int, p.ordinal - 1))) is not None:
             before[p.id] = earlier
             after[earlier] = p.id
     turns: dict[tuple[str, int], list[Placed]] = {}
@@ -647,9 +658,9 @@ async def _adjacent_turns(
         "  AND o.data_subject_id = p.s AND o.log_offset > p.lo AND o.log_offset < p.hi)",
         (
             found[0].project_id,
-            [pair[0] for pair in pairs],
-            [pair[1] for pair in pairs],
-            [pair[2] for pair in pairs],
+            text_array(pair[0] for pair in pairs),
+            int_array(pair[1] for pair in pairs),
+            int_array(pair[2] for pair in pairs),
             found[0].project_id,
         ),
     )
@@ -691,9 +702,9 @@ async def ask_hits(
     values += share_values
     query = sql.SQL(
         "SELECT m.id, m.observation_id, m.ordinal, m.role, m.content, m.occurred_at, {}, {}"
-        " FROM messages m WHERE m.id = ANY(%s)"
+        " FROM messages m WHERE m.id = ANY(%s::uuid[])"
     ).format(cosine, share)
-    cursor = await conn.execute(query, [*values, chunks])
+    cursor = await conn.execute(query, [*values, uuid_array(chunks)])
 
     async def rows() -> HitRows:
         return {row[0]: row for row in await cursor.fetchall()}

@@ -115,7 +115,7 @@ class HistoryRow:
     ended_by_observation_id: uuid.UUID | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made for every row a walk reads (4x faster to make)
 class HopRow:
     """A fact touching `reached` (an entity of the walk), on the subject or object side."""
 
