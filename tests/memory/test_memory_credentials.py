@@ -63,6 +63,12 @@ def revoke_unheard(url: str, token: str, listener: int | None = None) -> None:
         conn.execute("ALTER TABLE tokens ENABLE TRIGGER tokens_changed")
 
 
+def change(url: str, statement: str, *params: object) -> None:
+    """Run one statement on the test database, committed, as an operator would."""
+    with psycopg.connect(url) as conn:
+        conn.execute(statement, params)
+
+
 def credentials_of(server: LiveServer) -> Credentials[Any]:
     """The running service's remembered grants (the server runs in this process)."""
     found: Credentials[Any] = server.server.config.app.state.gate.credentials
@@ -97,17 +103,12 @@ def test_a_suspended_project_and_a_narrowed_token_take_effect_at_once(heard: Liv
     narrowed, suspended = heard.token("alpha"), heard.token("frozen")
     with client(heard, narrowed) as alpha, client(heard, suspended) as frozen:
         assert (observe(alpha), freshness(frozen)) == (201, 200)
-        with psycopg.connect(url) as conn:
-            conn.execute(
-                "UPDATE tokens SET access = 'read_only' WHERE prefix = %s", (narrowed[:12],)
-            )
+        change(url, "UPDATE tokens SET access = 'read_only' WHERE prefix = %s", narrowed[:12])
         settles(lambda: observe(alpha), 403)
         assert freshness(alpha) == 200
-        with psycopg.connect(url) as conn:
-            conn.execute("UPDATE projects SET suspended_at = now() WHERE name = 'frozen'")
+        change(url, "UPDATE projects SET suspended_at = now() WHERE name = 'frozen'")
         settles(lambda: freshness(frozen), 401)
-        with psycopg.connect(url) as conn:
-            conn.execute("DELETE FROM tokens WHERE prefix = %s", (narrowed[:12],))
+        change(url, "DELETE FROM tokens WHERE prefix = %s", narrowed[:12])
         settles(lambda: freshness(alpha), 401)
 
 
@@ -120,8 +121,7 @@ def test_grants_are_remembered_and_only_the_notification_ends_them(heard: LiveSe
         assert freshness(api) == 200
         revoke_unheard(url, token)
         assert freshness(api) == 200
-        with psycopg.connect(url) as conn:
-            conn.execute("UPDATE projects SET name = name WHERE name = 'alpha'")  # heard
+        change(url, "UPDATE projects SET name = name WHERE name = 'alpha'")  # heard
         settles(lambda: freshness(api), 401)
 
 
