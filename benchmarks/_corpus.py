@@ -168,7 +168,8 @@ def _embed_the_rest(
     real vector of a statement saying the same thing, jittered."""
     rows = conn.execute(
         "SELECT m.id, m.data_subject_id, m.role, m.content FROM messages m WHERE m.project_id = %s"
-        " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id)",
+        " AND NOT EXISTS (SELECT 1 FROM message_vectors v"
+        " WHERE v.message_id = m.id AND v.project_id = m.project_id)",
         (project_id,),
     ).fetchall()
     if not rows:

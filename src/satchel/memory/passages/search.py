@@ -512,7 +512,7 @@ async def period_ranking(
     if vector is not None:
         similarity = sql.SQL(
             "coalesce((SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
-            " WHERE v.message_id = m.id), 0.0)"
+            " WHERE v.message_id = m.id AND v.project_id = m.project_id), 0.0)"
         )
         values.append(vector)
     values += params
@@ -673,7 +673,8 @@ HitRows = dict[uuid.UUID, tuple[Any, ...]]
 def _cosine(vector: str) -> tuple[sql.Composable, list[Any]]:
     """The cosine similarity of `m`'s vector to `vector` (NULL when it has none)."""
     expression = sql.SQL(
-        "(SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v WHERE v.message_id = m.id)"
+        "(SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
+        " WHERE v.message_id = m.id AND v.project_id = m.project_id)"
     )
     return expression, [vector]
 

@@ -25,6 +25,9 @@ PGDATA = "pgdata"  # the server's folder inside the data directory
 HANDLES = ".handle_pids.json"  # the processes attached to the server (the last one stops it)
 LOCK_FILE = "postmaster.pid"
 GONE_TIMEOUT = 30.0  # seconds to wait for the processes of a dead server to exit
+SETTINGS = "satchel.conf"  # the settings satchel starts the server with, beside postgresql.conf
+INCLUDE = f"include_if_exists = '{SETTINGS}'"
+MIB = 2**20
 
 
 class EmbeddedBusy(RuntimeError):
@@ -159,6 +162,26 @@ def _quiet() -> Iterator[None]:
         yield
 
 
+def shared_buffers_mib(memory: int) -> int:
+    """The server's buffer cache: an eighth of the machine's memory, 128 MiB to 2 GiB. The
+    default 128 MiB holds a fraction of a 100k-message project's vectors and graphs, and each
+    page read past it is copied in from the kernel again."""
+    return max(128, min(2048, memory // 8 // MIB))
+
+
+def write_settings(pgdata: Path, memory: int) -> None:
+    """Write satchel's settings beside `postgresql.conf` and include them from it (once). A
+    server already running reads them when it next starts."""
+    conf = pgdata / "postgresql.conf"
+    text = conf.read_text()
+    if INCLUDE not in text.splitlines():
+        conf.write_text(f"{text.rstrip()}\n{INCLUDE}\n")
+    (pgdata / SETTINGS).write_text(
+        "# Written by satchel at each start; ALTER SYSTEM overrides it.\n"
+        f"shared_buffers = '{shared_buffers_mib(memory)}MB'\n"
+    )
+
+
 def start_embedded(data_dir: Path) -> EmbeddedServer:
     """Start (or attach to) the server whose data lives in `data_dir/pgdata`."""
     with _quiet():
@@ -167,10 +190,15 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
 
     data_dir.mkdir(parents=True, exist_ok=True)
     pgdata = pgdata_of(data_dir).resolve()
-    if pgdata.exists():
-        with fasteners.InterProcessLock(PostgresServer.lock_path):  # the lock pgserver holds
+    with fasteners.InterProcessLock(PostgresServer.lock_path):  # the lock pgserver holds
+        if pgdata.exists():
             forget_dead_handles(pgdata)
             clear_dead_postmaster(pgdata)
+        else:
+            pgdata.mkdir()
+        with _quiet():
+            PostgresServer(pgdata, cleanup_mode=None).ensure_pgdata_inited()  # initdb, once
+        write_settings(pgdata, psutil.virtual_memory().total)
     with _quiet():
         handle = get_server(pgdata, cleanup_mode="stop")
     url = handle.get_uri()

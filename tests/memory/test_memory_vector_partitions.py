@@ -1,0 +1,197 @@
+"""Each project's vectors in a partition of their own (migration 0013), and the settings the
+embedded server starts with."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil  # type: ignore[import-untyped]
+import psycopg
+import pytest
+from memory_kit import with_database
+
+from satchel.memory.passages.embedder import DIMENSIONS
+from satchel.memory.passages.search import Scope, vector_ranking
+from satchel.memory.store.database import migrate, migrations
+from satchel.memory.store.embedded import (
+    INCLUDE,
+    MIB,
+    SETTINGS,
+    shared_buffers_mib,
+    start_embedded,
+    write_settings,
+)
+
+PARTITIONED = 13  # the migration that gives each project its partition
+
+
+def vector(axis: int) -> str:
+    return "[" + ",".join("1" if i == axis else "0" for i in range(DIMENSIONS)) + "]"
+
+
+@pytest.fixture
+def before_url(pg_admin_url: str) -> Iterator[str]:
+    """A database migrated up to the migration before vectors were partitioned."""
+    name = f"satchel_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = with_database(pg_admin_url, name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for version, migration, text in migrations():
+                if version < PARTITIONED:
+                    conn.execute(text.encode())
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (version, migration),
+                    )
+        yield url
+    finally:
+        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def add_message(conn: psycopg.Connection, project: int, offset: int, role: str) -> uuid.UUID:
+    observation, message = uuid.uuid4(), uuid.uuid4()
+    conn.execute(
+        "INSERT INTO observations (id, project_id, log_offset, kind, occurred_at)"
+        " VALUES (%s, %s, %s, 'turn', now())",
+        (observation, project, offset),
+    )
+    conn.execute(
+        "INSERT INTO messages (id, observation_id, project_id, ordinal, role, content,"
+        " group_ordinal, occurred_at) VALUES (%s, %s, %s, 0, %s, 'hello', 0, now())",
+        (message, observation, project, role),
+    )
+    return message
+
+
+def add_vector(conn: psycopg.Connection, message: uuid.UUID, axis: int) -> None:
+    conn.execute(
+        "INSERT INTO message_vectors (message_id, project_id, data_subject_id, role, turn,"
+        " embedding) SELECT id, project_id, data_subject_id, role, true, %s::vector"
+        " FROM messages WHERE id = %s",
+        (vector(axis), message),
+    )
+
+
+def partition_rows(conn: psycopg.Connection) -> dict[str, list[uuid.UUID]]:
+    rows = conn.execute(
+        "SELECT tableoid::regclass::text, message_id FROM message_vectors ORDER BY 1, 2"
+    ).fetchall()
+    found: dict[str, list[uuid.UUID]] = {}
+    for table, message in rows:
+        found.setdefault(table, []).append(message)
+    return found
+
+
+def graphs_of(conn: psycopg.Connection, table: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_indexes WHERE tablename = %s AND indexdef LIKE '%%USING hnsw%%'",
+        (table,),
+    ).fetchone()
+    assert row is not None
+    count: int = row[0]
+    return count
+
+
+def test_migration_moves_every_vector_into_its_projects_partition(before_url: str) -> None:
+    with psycopg.connect(before_url, autocommit=True) as conn:
+        alpha, beta = (
+            conn.execute(
+                "INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)
+            ).fetchone()[0]  # type: ignore[index]
+            for name in ("alpha", "beta")
+        )
+        kept = {
+            alpha: [add_message(conn, alpha, n, "user") for n in range(3)],
+            beta: [add_message(conn, beta, n, "assistant") for n in range(2)],
+        }
+        for messages in kept.values():
+            for axis, message in enumerate(messages):
+                add_vector(conn, message, axis)
+    assert migrate(before_url) == ["0013_vectors_by_project.sql"]
+    with psycopg.connect(before_url, autocommit=True) as conn:
+        assert partition_rows(conn) == {
+            f"message_vectors_{project}": sorted(messages) for project, messages in kept.items()
+        }
+        assert conn.execute("SELECT to_regclass('message_vectors_shared')").fetchone() == (None,)
+        for project in kept:
+            assert graphs_of(conn, f"message_vectors_{project}") == 8
+
+
+def test_a_new_project_has_a_partition_with_every_graph(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        row = conn.execute("INSERT INTO projects (name) VALUES ('fresh') RETURNING id").fetchone()
+        assert row is not None
+        project = row[0]
+        assert graphs_of(conn, f"message_vectors_{project}") == 8
+        message = add_message(conn, project, 0, "user")
+        add_vector(conn, message, 0)
+        assert partition_rows(conn) == {f"message_vectors_{project}": [message]}
+        # A message's vector goes with it (the cascade finds it by message id alone).
+        conn.execute("DELETE FROM messages WHERE id = %s", (message,))
+        assert partition_rows(conn) == {}
+
+
+async def test_a_vector_search_reads_only_its_projects_graph(db_url: str) -> None:
+    """The nearest vectors of a small project beside a large one: found whole, and the walk
+    never meets the large project's rows."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        large, small = (
+            conn.execute(
+                "INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)
+            ).fetchone()[0]  # type: ignore[index]
+            for name in ("large", "small")
+        )
+        for n in range(300):
+            add_vector(conn, add_message(conn, large, n, "user"), 0)
+        mine = [add_message(conn, small, n, "user") for n in range(3)]
+        for message in mine:
+            add_vector(conn, message, 0)
+        conn.execute("ANALYZE message_vectors")
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        scope = Scope(small, "", ("user",), turns_only=True)
+        found = await vector_ranking(conn, scope, vector(0), 8)
+        assert sorted(place.id for place, _ in found.ranking) == sorted(mine)
+        plan = await conn.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF) SELECT message_id FROM message_vectors"
+            " WHERE project_id = %s AND turn AND role = 'user'"
+            " ORDER BY embedding <=> %s::vector LIMIT 8",
+            (small, vector(0)),
+        )
+        text = "\n".join(row[0] for row in await plan.fetchall())
+    assert f"message_vectors_{small}" in text
+    assert f"message_vectors_{large}" not in text
+    assert "Rows Removed by Filter" not in text
+
+
+@pytest.mark.parametrize(
+    ("memory", "expected"),
+    [(512 * MIB, 128), (2048 * MIB, 256), (8192 * MIB, 1024), (24 * 1024 * MIB, 2048)],
+)
+def test_shared_buffers_are_an_eighth_of_memory_within_bounds(memory: int, expected: int) -> None:
+    assert shared_buffers_mib(memory) == expected
+
+
+def test_settings_are_included_once_and_read_at_start(tmp_path: Path) -> None:
+    server = start_embedded(tmp_path)
+    try:
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            shown = conn.execute("SHOW shared_buffers").fetchone()
+    finally:
+        server.stop()
+    pgdata = tmp_path / "pgdata"
+    assert (pgdata / SETTINGS).is_file()
+    size = shared_buffers_mib(psutil.virtual_memory().total)
+    assert shown == (f"{size // 1024}GB" if size % 1024 == 0 else f"{size}MB",)
+    write_settings(pgdata, 1024 * MIB)
+    lines = (pgdata / "postgresql.conf").read_text().splitlines()
+    assert lines.count(INCLUDE) == 1
+    assert "shared_buffers = '128MB'" in (pgdata / SETTINGS).read_text()
