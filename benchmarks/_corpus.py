@@ -121,8 +121,10 @@ def load_conversations(
         _vectors(conn, [(row[0], row[2], row[3], row[5], True, row[-1]) for row in rows])
         _embed_the_rest(conn, project_id, embedder, noise)
         conn.execute("SET maintenance_work_mem = '1GB'")
-        for _, definition in graphs:  # built again once the rows are in: far quicker
-            conn.execute(definition)
+        # Built again once the rows are in: far quicker. A partitioned table's index is shown
+        # `ON ONLY` the parent, which would make none on the partitions.
+        for _, definition in graphs:
+            conn.execute(definition.replace(" ON ONLY ", " ON ", 1))
         conn.execute(
             "INSERT INTO passage_generations (project_id, id, embedder) VALUES (%s, %s, %s)"
             " ON CONFLICT (project_id) DO NOTHING",
