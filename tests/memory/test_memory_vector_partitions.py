@@ -57,6 +57,13 @@ def before_url(pg_admin_url: str) -> Iterator[str]:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def add_project(conn: psycopg.Connection, name: str) -> int:
+    row = conn.execute("INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)).fetchone()
+    assert row is not None
+    project: int = row[0]
+    return project
+
+
 def add_message(conn: psycopg.Connection, project: int, offset: int, role: str) -> uuid.UUID:
     observation, message = uuid.uuid4(), uuid.uuid4()
     conn.execute(
@@ -103,12 +110,7 @@ def graphs_of(conn: psycopg.Connection, table: str) -> int:
 
 def test_migration_moves_every_vector_into_its_projects_partition(before_url: str) -> None:
     with psycopg.connect(before_url, autocommit=True) as conn:
-        alpha, beta = (
-            conn.execute(
-                "INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)
-            ).fetchone()[0]  # type: ignore[index]
-            for name in ("alpha", "beta")
-        )
+        alpha, beta = add_project(conn, "alpha"), add_project(conn, "beta")
         kept = {
             alpha: [add_message(conn, alpha, n, "user") for n in range(3)],
             beta: [add_message(conn, beta, n, "assistant") for n in range(2)],
@@ -128,9 +130,7 @@ def test_migration_moves_every_vector_into_its_projects_partition(before_url: st
 
 def test_a_new_project_has_a_partition_with_every_graph(db_url: str) -> None:
     with psycopg.connect(db_url, autocommit=True) as conn:
-        row = conn.execute("INSERT INTO projects (name) VALUES ('fresh') RETURNING id").fetchone()
-        assert row is not None
-        project = row[0]
+        project = add_project(conn, "fresh")
         assert graphs_of(conn, f"message_vectors_{project}") == 8
         message = add_message(conn, project, 0, "user")
         add_vector(conn, message, 0)
@@ -144,12 +144,7 @@ async def test_a_vector_search_reads_only_its_projects_graph(db_url: str) -> Non
     """The nearest vectors of a small project beside a large one: found whole, and the walk
     never meets the large project's rows."""
     with psycopg.connect(db_url, autocommit=True) as conn:
-        large, small = (
-            conn.execute(
-                "INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)
-            ).fetchone()[0]  # type: ignore[index]
-            for name in ("large", "small")
-        )
+        large, small = add_project(conn, "large"), add_project(conn, "small")
         for n in range(300):
             add_vector(conn, add_message(conn, large, n, "user"), 0)
         mine = [add_message(conn, small, n, "user") for n in range(3)]
