@@ -140,6 +140,20 @@ def test_a_new_project_has_a_partition_with_every_graph(db_url: str) -> None:
         assert partition_rows(conn) == {}
 
 
+def test_a_project_is_made_while_a_search_reads_vectors(db_url: str) -> None:
+    """Making a project's partition does not wait for a search under way (nor would it hold
+    the searches behind it back)."""
+    with (
+        psycopg.connect(db_url) as searching,
+        psycopg.connect(db_url, autocommit=True) as admin,
+    ):
+        searching.execute("SELECT count(*) FROM message_vectors").fetchone()
+        admin.execute("SET lock_timeout = '2s'")
+        project = add_project(admin, "meanwhile")
+        assert graphs_of(admin, f"message_vectors_{project}") == 8
+        searching.rollback()
+
+
 async def test_a_vector_search_reads_only_its_projects_graph(db_url: str) -> None:
     """The nearest vectors of a small project beside a large one: found whole, and the walk
     never meets the large project's rows."""

@@ -23,10 +23,18 @@ CREATE TABLE message_vectors (
     PRIMARY KEY (message_id, project_id)  -- message first: a message's delete cascades by id
 ) PARTITION BY LIST (project_id);
 
+-- Made apart and attached: `CREATE TABLE ... PARTITION OF` would wait for every search under
+-- way and hold every new one back meanwhile; attaching takes a lock that searches and vector
+-- writes do not conflict with (cloning the foreign key still waits for writes to `messages`
+-- under way, a few milliseconds).
 CREATE FUNCTION add_vector_partition(project bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    part text := 'message_vectors_' || project;
 BEGIN
-    EXECUTE format('CREATE TABLE %I PARTITION OF message_vectors FOR VALUES IN (%s)',
-        'message_vectors_' || project, project);
+    EXECUTE format('CREATE TABLE %I (LIKE message_vectors INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+        part);
+    EXECUTE format('ALTER TABLE message_vectors ATTACH PARTITION %I FOR VALUES IN (%s)',
+        part, project);
 END
 $$;
 
