@@ -21,6 +21,7 @@ from satchel.memory.store.embedded import (
     SETTINGS,
     shared_buffers_mib,
     start_embedded,
+    usable_memory,
     write_settings,
 )
 
@@ -198,9 +199,21 @@ def test_settings_are_included_once_and_read_at_start(tmp_path: Path) -> None:
         server.stop()
     pgdata = tmp_path / "pgdata"
     assert (pgdata / SETTINGS).is_file()
-    size = shared_buffers_mib(psutil.virtual_memory().total)
+    size = shared_buffers_mib(usable_memory())
     assert shown == (f"{size // 1024}GB" if size % 1024 == 0 else f"{size}MB",)
     write_settings(pgdata, 1024 * MIB)
     lines = (pgdata / "postgresql.conf").read_text().splitlines()
     assert lines.count(INCLUDE) == 1
     assert "shared_buffers = '128MB'" in (pgdata / SETTINGS).read_text()
+
+
+def test_a_containers_memory_limit_bounds_the_buffer_cache(tmp_path: Path) -> None:
+    machine = psutil.virtual_memory().total
+    limited, unlimited, absent = tmp_path / "v2", tmp_path / "v1", tmp_path / "none"
+    limited.write_text(f"{machine // 4}\n")
+    unlimited.write_text("max\n")
+    assert usable_memory([absent, unlimited]) == machine
+    assert usable_memory([absent, limited, unlimited]) == machine // 4
+    assert usable_memory([tmp_path / "huge"]) == machine
+    (tmp_path / "huge").write_text(str(2**63))
+    assert usable_memory([tmp_path / "huge"]) == machine

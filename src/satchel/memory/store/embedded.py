@@ -11,7 +11,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,11 @@ GONE_TIMEOUT = 30.0  # seconds to wait for the processes of a dead server to exi
 SETTINGS = "satchel.conf"  # the settings satchel starts the server with, beside postgresql.conf
 INCLUDE = f"include_if_exists = '{SETTINGS}'"
 MIB = 2**20
+# Where a control group (a container) states the memory its processes may use: v2, then v1.
+MEMORY_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+)
 
 
 class EmbeddedBusy(RuntimeError):
@@ -162,6 +167,20 @@ def _quiet() -> Iterator[None]:
         yield
 
 
+def usable_memory(limits: Sequence[Path] = MEMORY_LIMITS) -> int:
+    """The machine's memory, or its control group's limit where that is lower (in a container
+    the machine's figure is the host's)."""
+    total: int = psutil.virtual_memory().total
+    for path in limits:
+        try:
+            stated = path.read_text().strip()
+        except OSError:
+            continue
+        if stated.isdigit():  # "max" (v2) states no limit
+            total = min(total, int(stated))
+    return total
+
+
 def shared_buffers_mib(memory: int) -> int:
     """The server's buffer cache: an eighth of the machine's memory, 128 MiB to 2 GiB. The
     default 128 MiB holds a fraction of a 100k-message project's vectors and graphs, and each
@@ -198,7 +217,7 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
             pgdata.mkdir()
         with _quiet():
             PostgresServer(pgdata, cleanup_mode=None).ensure_pgdata_inited()  # initdb, once
-        write_settings(pgdata, psutil.virtual_memory().total)
+        write_settings(pgdata, usable_memory())
     with _quiet():
         handle = get_server(pgdata, cleanup_mode="stop")
     url = handle.get_uri()
