@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]
@@ -13,10 +14,11 @@ import pytest
 from memory_kit import with_database
 
 from satchel.memory.passages.embedder import DIMENSIONS
-from satchel.memory.passages.search import Scope, vector_ranking
+from satchel.memory.passages.search import Scope, Terms, ask_hits, period_ranking, vector_ranking
 from satchel.memory.store.database import migrate, migrations
 from satchel.memory.store.embedded import (
     INCLUDE,
+    LOCKS_PER_TRANSACTION,
     MIB,
     SETTINGS,
     shared_buffers_mib,
@@ -182,6 +184,38 @@ async def test_a_vector_search_reads_only_its_projects_graph(db_url: str) -> Non
     assert "Rows Removed by Filter" not in text
 
 
+async def test_no_search_statement_opens_another_projects_vectors(db_url: str) -> None:
+    """Under the generic plans searches run with, every statement that reads vectors names the
+    project's own partition: a generic plan of the parent would lock every project's."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        mine, other = add_project(conn, "mine"), add_project(conn, "other")
+        messages = {project: add_message(conn, project, 0, "user") for project in (mine, other)}
+        for message in messages.values():
+            add_vector(conn, message, 0)
+    scope = Scope(mine, "", ("user",), turns_only=True)
+    now = datetime.now(UTC)
+    async with await psycopg.AsyncConnection.connect(db_url, prepare_threshold=0) as conn:
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        async with conn.transaction():
+            for exact in (False, True):
+                found = await vector_ranking(conn, scope, vector(0), 8, exact, terms=Terms([], ""))
+                assert [place.id for place, _ in found.ranking] == [messages[mine]]
+            rows = await (await ask_hits(conn, mine, [messages[mine]], vector(0), Terms([], "")))()
+            assert list(rows) == [messages[mine]]
+            dated = await period_ranking(
+                conn, scope, [(now - timedelta(days=1), now + timedelta(days=1))], vector(0), 8
+            )
+            assert [place.id for place, _ in dated] == [messages[mine]]
+            locked = await conn.execute(
+                "SELECT DISTINCT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                " WHERE l.pid = pg_backend_pid() AND c.relname LIKE 'message\\_vectors\\_%%'"
+            )
+            names = {name for (name,) in await locked.fetchall()}
+    assert f"message_vectors_{mine}" in names
+    theirs = f"message_vectors_{other}"
+    assert not {name for name in names if name == theirs or name.startswith(f"{theirs}_")}
+
+
 @pytest.mark.parametrize(
     ("memory", "expected"),
     [(512 * MIB, 128), (2048 * MIB, 256), (8192 * MIB, 1024), (24 * 1024 * MIB, 2048)],
@@ -195,12 +229,14 @@ def test_settings_are_included_once_and_read_at_start(tmp_path: Path) -> None:
     try:
         with psycopg.connect(server.url, autocommit=True) as conn:
             shown = conn.execute("SHOW shared_buffers").fetchone()
+            locks = conn.execute("SHOW max_locks_per_transaction").fetchone()
     finally:
         server.stop()
     pgdata = tmp_path / "pgdata"
     assert (pgdata / SETTINGS).is_file()
     size = shared_buffers_mib(usable_memory())
     assert shown == (f"{size // 1024}GB" if size % 1024 == 0 else f"{size}MB",)
+    assert locks == (str(LOCKS_PER_TRANSACTION),)
     write_settings(pgdata, 1024 * MIB)
     lines = (pgdata / "postgresql.conf").read_text().splitlines()
     assert lines.count(INCLUDE) == 1

@@ -353,10 +353,17 @@ def _idf(total: int, frequency: int) -> float:
     return math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
 
 
+def vectors(project_id: int) -> sql.Identifier:
+    """The project's own partition of `message_vectors` (migration 0013), named so that a
+    statement plans, opens and locks no other project's: a generic plan of the parent holds
+    and locks every partition, however many its pruning leaves out."""
+    return sql.Identifier(f"message_vectors_{project_id}")
+
+
 EXACT_NEAREST = sql.SQL(
     # Materialized, so the planner cannot answer the ordering from an HNSW graph instead.
     "WITH s AS MATERIALIZED (SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
-    " FROM message_vectors v WHERE {}) SELECT id, 1 - distance AS score FROM s"
+    " FROM {vectors} v WHERE {where}) SELECT id, 1 - distance AS score FROM s"
     " ORDER BY distance, id LIMIT %s"
 )
 
@@ -408,6 +415,7 @@ async def _ask_nearest(
     terms: Terms,
     also: list[uuid.UUID],
     count: int,
+    project_id: int,
 ) -> Callable[[], Awaitable[Nearest]]:
     """Send a vector ranking's statement; the returned call reads its answer. In a pipeline,
     the statement's rows arrive with the pipeline's end, in the same round trip."""
@@ -418,7 +426,7 @@ async def _ask_nearest(
             return Nearest(_ranking_of(await bare.fetchall()), {}, {})
 
         return places_only
-    cosine, cosine_values = _cosine(vector)
+    cosine, cosine_values = _cosine(vector, project_id)
     share, share_values = _share(terms)
     query = READ_WHOLE.format(cosine=cosine, share=share, ranking=ranking)
     cursor = await conn.execute(query, [*cosine_values, *share_values, *values, uuid_array(also)])
@@ -459,13 +467,16 @@ async def vector_ranking(
     also = also or []
     if exact:
         where, params = scope.where("v")
-        ranking = EXACT_NEAREST.format(where)
+        ranking = EXACT_NEAREST.format(vectors=vectors(scope.project_id), where=where)
         compared = [vector, *params, count]
-        return await (await _ask_nearest(conn, ranking, compared, vector, weighed, also, count))()
+        asked = _ask_nearest(
+            conn, ranking, compared, vector, weighed, also, count, scope.project_id
+        )
+        return await (await asked)()
     where, params = scope.where("v", kind=False, roles=False)
     nearest = sql.SQL(
         "(SELECT v.message_id AS id, v.embedding <=> %s::vector AS distance"
-        " FROM message_vectors v WHERE {} AND {} AND v.role = {} ORDER BY distance LIMIT %s)"
+        " FROM {} v WHERE {} AND {} AND v.role = {} ORDER BY distance LIMIT %s)"
     )
     # One graph per kind (turns, the rest) and role (see migration 0011), each walked on its
     # own: the role is written out, so the planner knows which graph holds the rows.
@@ -474,7 +485,9 @@ async def vector_ranking(
     ranking = sql.SQL(
         "SELECT id, 1 - distance AS score FROM ({}) s ORDER BY distance LIMIT %s"
     ).format(
-        sql.SQL(" UNION ALL ").join(nearest.format(where, kind, role) for kind, role in graphs)
+        sql.SQL(" UNION ALL ").join(
+            nearest.format(vectors(scope.project_id), where, kind, role) for kind, role in graphs
+        )
     )
     values: list[Any] = []
     for _ in graphs:
@@ -492,7 +505,9 @@ async def vector_ranking(
                 " set_config('hnsw.iterative_scan', 'relaxed_order', false)",
                 (wanted,),
             )
-        read = await _ask_nearest(conn, ranking, values, vector, weighed, also, count)
+        read = await _ask_nearest(
+            conn, ranking, values, vector, weighed, also, count, scope.project_id
+        )
     found = await read()
     if unset and committing(conn):
         _scan_settings[conn] = wanted
@@ -511,9 +526,9 @@ async def period_ranking(
     similarity: sql.Composable = sql.SQL("0.0")
     if vector is not None:
         similarity = sql.SQL(
-            "coalesce((SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
-            " WHERE v.message_id = m.id AND v.project_id = m.project_id), 0.0)"
-        )
+            "coalesce((SELECT 1 - (v.embedding <=> %s::vector) FROM {} v"
+            " WHERE v.message_id = m.id), 0.0)"
+        ).format(vectors(scope.project_id))
         values.append(vector)
     values += params
     for start, end in periods:
@@ -670,12 +685,12 @@ async def _adjacent_turns(
 HitRows = dict[uuid.UUID, tuple[Any, ...]]
 
 
-def _cosine(vector: str) -> tuple[sql.Composable, list[Any]]:
-    """The cosine similarity of `m`'s vector to `vector` (NULL when it has none)."""
+def _cosine(vector: str, project_id: int) -> tuple[sql.Composable, list[Any]]:
+    """The cosine similarity of `m`'s vector (of project `project_id`) to `vector` (NULL when it
+    has none)."""
     expression = sql.SQL(
-        "(SELECT 1 - (v.embedding <=> %s::vector) FROM message_vectors v"
-        " WHERE v.message_id = m.id AND v.project_id = m.project_id)"
-    )
+        "(SELECT 1 - (v.embedding <=> %s::vector) FROM {} v WHERE v.message_id = m.id)"
+    ).format(vectors(project_id))
     return expression, [vector]
 
 
@@ -692,13 +707,15 @@ def _share(terms: Terms) -> tuple[sql.Composable, list[Any]]:
 
 
 async def ask_hits(
-    conn: Conn, chunks: list[uuid.UUID], vector: str | None, terms: Terms
+    conn: Conn, project_id: int, chunks: list[uuid.UUID], vector: str | None, terms: Terms
 ) -> Callable[[], Awaitable[HitRows]]:
     """Send the statement that reads `chunks` with the cosine similarity of their vectors to
     `vector` (NULL without one, or without `vector`) and the share of the question's term weight
     they hold; the returned call reads its rows. In a pipeline, the statement travels with the
     next one sent."""
-    cosine, values = _cosine(vector) if vector is not None else (sql.SQL("NULL::float8"), [])
+    cosine, values = (
+        _cosine(vector, project_id) if vector is not None else (sql.SQL("NULL::float8"), [])
+    )
     share, share_values = _share(terms)
     values += share_values
     query = sql.SQL(
@@ -727,6 +744,7 @@ def hits_in(ranked: list[tuple[uuid.UUID, float]], rows: HitRows) -> list[Hit]:
 
 async def ranked_hits(
     conn: Conn,
+    project_id: int,
     scores: dict[uuid.UUID, float],
     place_of: dict[uuid.UUID, Placed],
     vector: str | None,
@@ -743,14 +761,14 @@ async def ranked_hits(
     likely = [chunk for chunk in best if chunk not in rows]
     if likely:
         async with generic_plans(conn):
-            read = await ask_hits(conn, likely, vector, terms)
+            read = await ask_hits(conn, project_id, likely, vector, terms)
             ranked = (await with_neighbours(conn, scores, place_of))[:limit]
             rows.update(await read())
     else:
         ranked = (await with_neighbours(conn, scores, place_of))[:limit]
     missing = [chunk for chunk, _ in ranked if chunk not in rows and chunk not in likely]
     if missing:
-        rows.update(await (await ask_hits(conn, missing, vector, terms))())
+        rows.update(await (await ask_hits(conn, project_id, missing, vector, terms))())
     chosen = {chunk for chunk, _ in ranked}
     return ranked, {chunk: row for chunk, row in rows.items() if chunk in chosen}
 
@@ -879,7 +897,9 @@ async def search_passages(
     dated = await period_ranking(conn, scope, periods, vector, pool) if periods else []
     scores = fuse(text, nearest.ranking, dated)
     place_of = {**places(text, nearest.ranking, dated), **nearest.placed}
-    ranked, rows = await ranked_hits(conn, scores, place_of, vector, terms, limit, nearest.rows)
+    ranked, rows = await ranked_hits(
+        conn, scope.project_id, scores, place_of, vector, terms, limit, nearest.rows
+    )
     return Found(
         generation_id=state.generation_id if usable else "",
         through_offset=state.through_offset,

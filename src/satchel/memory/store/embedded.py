@@ -28,6 +28,7 @@ GONE_TIMEOUT = 30.0  # seconds to wait for the processes of a dead server to exi
 SETTINGS = "satchel.conf"  # the settings satchel starts the server with, beside postgresql.conf
 INCLUDE = f"include_if_exists = '{SETTINGS}'"
 MIB = 2**20
+LOCKS_PER_TRANSACTION = 256
 # Where a control group (a container) states the memory its processes may use: v2, then v1.
 MEMORY_LIMITS = (
     Path("/sys/fs/cgroup/memory.max"),
@@ -195,10 +196,16 @@ def write_settings(pgdata: Path, memory: int) -> None:
     text = conf.read_text()
     if INCLUDE not in text.splitlines():
         conf.write_text(f"{text.rstrip()}\n{INCLUDE}\n")
-    (pgdata / SETTINGS).write_text(
+    settings = pgdata / SETTINGS
+    settings.write_text(
         "# Written by satchel at each start; ALTER SYSTEM overrides it.\n"
         f"shared_buffers = '{shared_buffers_mib(memory)}MB'\n"
+        # A statement that meets every project's vector partition (a deleted message's cascade)
+        # locks its table and its ten indexes; the default 64 a connection runs out in the
+        # hundreds of projects.
+        f"max_locks_per_transaction = {LOCKS_PER_TRANSACTION}\n"
     )
+    settings.chmod(0o644)  # the server may run as another user (as root: `pgserver`)
 
 
 def start_embedded(data_dir: Path) -> EmbeddedServer:

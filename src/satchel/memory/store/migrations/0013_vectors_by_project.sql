@@ -31,6 +31,9 @@ CREATE FUNCTION add_vector_partition(project bigint) RETURNS void LANGUAGE plpgs
 DECLARE
     part text := 'message_vectors_' || project;
 BEGIN
+    IF to_regclass(part) IS NOT NULL THEN  -- a project id written again (a restore)
+        RETURN;
+    END IF;
     EXECUTE format('CREATE TABLE %I (LIKE message_vectors INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
         part);
     EXECUTE format('ALTER TABLE message_vectors ATTACH PARTITION %I FOR VALUES IN (%s)',
