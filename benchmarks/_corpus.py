@@ -22,8 +22,8 @@ import psycopg
 
 from satchel.memory.formation.segments import extractive_summary, write_segments
 from satchel.memory.passages.embedder import DIMENSIONS, Embedder
-from satchel.memory.passages.index import vector_literal
 from satchel.memory.store.terms import COUNT
+from satchel.memory.store.vectors import vector_literal
 
 PEOPLE_TEXT = "Ann Brian Ciara Dara Eoin Fiona Gerry Hannah Ian Jane Kevin Laura"
 PEOPLE = PEOPLE_TEXT.split()

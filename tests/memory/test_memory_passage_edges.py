@@ -19,7 +19,7 @@ from psycopg import sql
 
 from satchel.memory.passages import search
 from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, load_embedder
-from satchel.memory.passages.index import index_passages, vector_literal
+from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
@@ -33,6 +33,7 @@ from satchel.memory.passages.search import (
     with_neighbours,
 )
 from satchel.memory.store.terms import count_terms, frequencies
+from satchel.memory.store.vectors import packed
 
 EDGE_QUESTIONS = [
     "What happened on 9999-12-31?",
@@ -378,7 +379,7 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
             live_server.database_url, autocommit=True
         ) as conn:
             if read_whole:
-                vector = vector_literal(np.full(DIMENSIONS, DIMENSIONS**-0.5, dtype=np.float32))
+                vector = packed(np.full(DIMENSIONS, DIMENSIONS**-0.5, dtype=np.float32))
                 project = project_id(live_server.database_url, "beta")
                 nearest = await vector_ranking(conn, Scope(project), vector, 0, also=list(scores))
                 assert not nearest.ranking and set(nearest.placed) == set(scores)
@@ -477,7 +478,7 @@ def test_the_vector_scan_settings_are_sent_again_unless_they_were_committed(
     project = project_id(url, "beta")
     build(url, project)
     embedder = load_embedder(EmbeddingSettings())
-    vector = vector_literal(embedder.embed(["heron"])[0])
+    vector = packed(embedder.embed(["heron"])[0])
     scope = Scope(project, turns_only=True)
 
     async def shown(conn: psycopg.AsyncConnection[Any]) -> list[str]:

@@ -9,17 +9,13 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from satchel.memory.passages.embedder import Embedder, Vectors
+from satchel.memory.passages.embedder import Embedder
 from satchel.memory.store.terms import progress
+from satchel.memory.store.vectors import packed
 
 MAX_TURN_MESSAGES = 64  # the most messages one observed turn holds
 
 Conn = AsyncConnection[Any]
-
-
-def vector_literal(row: Vectors) -> str:
-    """pgvector's text form of one vector."""
-    return "[" + ",".join(f"{value:.7g}" for value in row.tolist()) + "]"
 
 
 async def generation(conn: Conn, project_id: int, embedder: Embedder) -> uuid.UUID:
@@ -79,10 +75,8 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
         # A text said again (an assistant's stock reply) is embedded once a pass.
         texts = list(dict.fromkeys(row[5] for row in rows))
         vectors = await asyncio.to_thread(embedder.embed, texts)
-        literals = {
-            text: vector_literal(vector) for text, vector in zip(texts, vectors, strict=True)
-        }
-        values = [(row[1], project_id, row[2], row[3], row[4], literals[row[5]]) for row in rows]
+        forms = {text: packed(vector) for text, vector in zip(texts, vectors, strict=True)}
+        values = [(row[1], project_id, row[2], row[3], row[4], forms[row[5]]) for row in rows]
     async with conn.transaction():
         if await generation(conn, project_id, embedder) != begun:
             return 0

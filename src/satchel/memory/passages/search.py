@@ -22,12 +22,12 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
-from satchel.memory.passages.index import vector_literal
 from satchel.memory.passages.periods import Period, named_periods, shifted
 from satchel.memory.store.arrays import int_array, text_array, uuid_array
 from satchel.memory.store.messages import ROLES
 from satchel.memory.store.plans import committing, generic_plans
 from satchel.memory.store.terms import frequencies, tsquery_lexeme
+from satchel.memory.store.vectors import Packed, packed
 
 Conn = AsyncConnection[Any]
 
@@ -52,7 +52,7 @@ COMMON_SCOPES = 1024  # scopes whose common words are remembered, for `likely_fo
 # as long as a 200-row LIMIT made one query in twenty 10 to 40 times slower at 100k vectors.
 EF_SEARCH = 100
 
-_recent: OrderedDict[tuple[str, str], str] = OrderedDict()
+_recent: OrderedDict[tuple[str, str], Packed] = OrderedDict()
 _common: OrderedDict[Scope, set[str]] = OrderedDict()
 _scan_settings: weakref.WeakKeyDictionary[Conn, str] = weakref.WeakKeyDictionary()  # ef_search set
 
@@ -411,7 +411,7 @@ async def _ask_nearest(
     conn: Conn,
     ranking: sql.Composable,
     values: list[Any],
-    vector: str,
+    vector: Packed,
     terms: Terms,
     also: list[uuid.UUID],
     count: int,
@@ -452,7 +452,7 @@ async def _ask_nearest(
 async def vector_ranking(
     conn: Conn,
     scope: Scope,
-    vector: str,
+    vector: Packed,
     count: int,
     exact: bool = False,
     *,
@@ -515,7 +515,7 @@ async def vector_ranking(
 
 
 async def period_ranking(
-    conn: Conn, scope: Scope, periods: list[Period], vector: str | None, count: int
+    conn: Conn, scope: Scope, periods: list[Period], vector: Packed | None, count: int
 ) -> Ranking:
     """Up to `count` messages stored in the named periods (with slack), most similar first."""
     where, params = scope.where()
@@ -685,7 +685,7 @@ async def _adjacent_turns(
 HitRows = dict[uuid.UUID, tuple[Any, ...]]
 
 
-def _cosine(vector: str, project_id: int) -> tuple[sql.Composable, list[Any]]:
+def _cosine(vector: Packed, project_id: int) -> tuple[sql.Composable, list[Any]]:
     """The cosine similarity of `m`'s vector (of project `project_id`) to `vector` (NULL when it
     has none)."""
     expression = sql.SQL(
@@ -707,7 +707,7 @@ def _share(terms: Terms) -> tuple[sql.Composable, list[Any]]:
 
 
 async def ask_hits(
-    conn: Conn, project_id: int, chunks: list[uuid.UUID], vector: str | None, terms: Terms
+    conn: Conn, project_id: int, chunks: list[uuid.UUID], vector: Packed | None, terms: Terms
 ) -> Callable[[], Awaitable[HitRows]]:
     """Send the statement that reads `chunks` with the cosine similarity of their vectors to
     `vector` (NULL without one, or without `vector`) and the share of the question's term weight
@@ -747,7 +747,7 @@ async def ranked_hits(
     project_id: int,
     scores: dict[uuid.UUID, float],
     place_of: dict[uuid.UUID, Placed],
-    vector: str | None,
+    vector: Packed | None,
     terms: Terms,
     limit: int,
     known: HitRows | None = None,
@@ -773,8 +773,8 @@ async def ranked_hits(
     return ranked, {chunk: row for chunk, row in rows.items() if chunk in chosen}
 
 
-def embed_question(embedder: Embedder | None, question: str) -> asyncio.Future[str | None]:
-    """The question's vector in pgvector form, or None when no embedder can answer; the
+def embed_question(embedder: Embedder | None, question: str) -> asyncio.Future[Packed | None]:
+    """The question's vector in pgvector's binary form, or None when no embedder can answer; the
     embedding starts in a thread at once. The last `RECENT_QUESTIONS` questions are remembered
     (a retried or repeated question is not embedded again)."""
     loop = asyncio.get_running_loop()
@@ -784,28 +784,30 @@ def embed_question(embedder: Embedder | None, question: str) -> asyncio.Future[s
     if key in _recent:
         _recent.move_to_end(key)
         return _settled(loop, _recent[key])
-    embedding = loop.run_in_executor(None, _literal, embedder, question)
+    embedding = loop.run_in_executor(None, _packed, embedder, question)
     embedding.add_done_callback(lambda done: _remember(key, done))
     return embedding
 
 
-def _settled(loop: asyncio.AbstractEventLoop, literal: str | None) -> asyncio.Future[str | None]:
-    settled: asyncio.Future[str | None] = loop.create_future()
-    settled.set_result(literal)
+def _settled(
+    loop: asyncio.AbstractEventLoop, vector: Packed | None
+) -> asyncio.Future[Packed | None]:
+    settled: asyncio.Future[Packed | None] = loop.create_future()
+    settled.set_result(vector)
     return settled
 
 
-def _literal(embedder: Embedder, question: str) -> str | None:
+def _packed(embedder: Embedder, question: str) -> Packed | None:
     try:
-        return vector_literal(embedder.embed([question])[0])
+        return packed(embedder.embed([question])[0])
     except EmbedderUnavailable:
         return None
 
 
-def _remember(key: tuple[str, str], done: asyncio.Future[str | None]) -> None:
-    if done.cancelled() or done.exception() is not None or (literal := done.result()) is None:
+def _remember(key: tuple[str, str], done: asyncio.Future[Packed | None]) -> None:
+    if done.cancelled() or done.exception() is not None or (vector := done.result()) is None:
         return
-    _recent[key] = literal
+    _recent[key] = vector
     if len(_recent) > RECENT_QUESTIONS:
         _recent.popitem(last=False)
 
@@ -824,7 +826,7 @@ async def _side_by_side(
     terms: Terms,
     count: int,
     exact: bool,
-    embedding: asyncio.Future[str | None],
+    embedding: asyncio.Future[Packed | None],
 ) -> tuple[Ranking, Nearest]:
     """The full-text ranking on `conn` and, beside it on `spare` once the question is embedded,
     the vector ranking: two connections, so the database runs both at once."""
