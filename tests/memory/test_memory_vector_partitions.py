@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import psutil  # type: ignore[import-untyped]
 import psycopg
 import pytest
@@ -26,12 +27,13 @@ from satchel.memory.store.embedded import (
     usable_memory,
     write_settings,
 )
+from satchel.memory.store.vectors import Packed, packed
 
 PARTITIONED = 13  # the migration that gives each project its partition
 
 
-def vector(axis: int) -> str:
-    return "[" + ",".join("1" if i == axis else "0" for i in range(DIMENSIONS)) + "]"
+def vector(axis: int) -> Packed:
+    return packed(np.eye(DIMENSIONS, dtype=np.float32)[axis])
 
 
 @pytest.fixture

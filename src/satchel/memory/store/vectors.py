@@ -44,6 +44,6 @@ def packed(row: npt.NDArray[np.float32]) -> Packed:
 
 
 def vector_literal(row: npt.NDArray[np.float32]) -> str:
-    """pgvector's text form of one vector (for `COPY` in text format, which takes no binary
-    field)."""
-    return "[" + ",".join(f"{value:.7g}" for value in row.tolist()) + "]"
+    """pgvector's text form of one vector, exact (nine significant digits name a float4), for
+    `COPY` in text format, which takes no binary field."""
+    return "[" + ",".join(f"{value:.9g}" for value in row.tolist()) + "]"
