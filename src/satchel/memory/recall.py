@@ -15,13 +15,8 @@ from satchel.memory.passages.embedder import Embedder
 from satchel.memory.passages.search import Scope, search_passages
 from satchel.memory.spelling import WINDOW, offered, ranked
 from satchel.memory.store.citations import Evidence, facts_touching
-from satchel.memory.store.entities import (
-    Conn,
-    Entity,
-    entities_named,
-    entities_spelled_like,
-    normalize,
-)
+from satchel.memory.store.database import Conn
+from satchel.memory.store.entities import Entity, entities_named, entities_spelled_like, normalize
 from satchel.memory.store.facts import HopRow
 
 SURFACES = ("facts", "reports", "passages")

@@ -13,6 +13,7 @@ from starlette.types import ASGIApp
 
 from satchel.memory.api.access_log import AccessLog
 from satchel.memory.api.credentials import Credentials
+from satchel.memory.api.deps import Deployment
 from satchel.memory.api.errors import install_error_handlers
 from satchel.memory.api.gate import Admission, Gate, Grant
 from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
@@ -71,6 +72,9 @@ def create_app(
         pool,
         Admission(settings.work_limit, settings.project_limit, settings.token_limit),
         credentials,
+    )
+    app.state.deployment = Deployment(
+        pool=pool, appender=app.state.appender, settings=settings, gate=app.state.gate
     )
     install_error_handlers(app)
     for router in ROUTERS:

@@ -18,6 +18,15 @@ from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException
 
 from satchel.memory.api.bodies import BODY, Refusal
+from satchel.memory.domain import (
+    Conflict,
+    Failed,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Refused,
+    Unavailable,
+)
 
 log = logging.getLogger("satchel.memory")
 
@@ -35,6 +44,22 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.headers = headers
+
+
+# The HTTP status of each kind of domain refusal.
+REFUSAL_STATUS: dict[type[Refused], int] = {
+    Invalid: 400,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    Failed: 500,
+    Unavailable: 503,
+}
+
+
+def refused_status(exc: Refused) -> int:
+    """The status a domain refusal is answered with (its nearest listed kind)."""
+    return next((status for kind, status in REFUSAL_STATUS.items() if isinstance(exc, kind)), 500)
 
 
 def invalid_body(reason: str = BODY_UNREADABLE) -> ApiError:
@@ -74,6 +99,10 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, ApiError)
         return error_response(exc.status, exc.code, exc.message, exc.headers)
 
+    async def on_refused(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Refused)
+        return error_response(refused_status(exc), exc.code, exc.message)
+
     async def on_validation(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         refused = refusal(None, exc.errors())
@@ -95,6 +124,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return failed(exc)
 
     app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(Refused, on_refused)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
     app.add_exception_handler(Exception, on_unexpected)

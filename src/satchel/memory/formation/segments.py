@@ -9,15 +9,12 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from psycopg import AsyncConnection
+from typing import Protocol
 
 from satchel.memory.formation.model import ChatModel, ModelError
 from satchel.memory.store import segments as store
 from satchel.memory.store.contexts import MAX_LEVEL
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 FANOUT = 8  # turns under a level-1 segment, segments of the level below under a higher one
 SHORTEST = 2  # the fewest parts of a run that closes a gap left by an erasure

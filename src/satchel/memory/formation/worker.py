@@ -32,7 +32,7 @@ from satchel.memory.formation.segments import (
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.store import formation as store
-from satchel.memory.store.entities import Conn
+from satchel.memory.store.database import Conn
 from satchel.memory.store.log import TurnState, turn_state
 from satchel.memory.store.terms import count_terms
 

@@ -7,15 +7,12 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from psycopg import AsyncConnection
-
 from satchel.memory.passages.embedder import Embedder
+from satchel.memory.store.database import Conn
 from satchel.memory.store.terms import progress
 from satchel.memory.store.vectors import packed
 
 MAX_TURN_MESSAGES = 64  # the most messages one observed turn holds
-
-Conn = AsyncConnection[Any]
 
 
 async def generation(conn: Conn, project_id: int, embedder: Embedder) -> uuid.UUID:

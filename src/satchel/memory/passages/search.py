@@ -19,17 +19,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from psycopg import AsyncConnection, sql
+from psycopg import sql
 
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
 from satchel.memory.passages.periods import Period, named_periods, shifted
 from satchel.memory.store.arrays import int_array, text_array, uuid_array
+from satchel.memory.store.database import Conn
 from satchel.memory.store.messages import ROLES
 from satchel.memory.store.plans import committing, generic_plans
 from satchel.memory.store.terms import frequencies, tsquery_lexeme
 from satchel.memory.store.vectors import Packed, packed
-
-Conn = AsyncConnection[Any]
 
 NO_OFFSET = -1
 DEFAULT_CANDIDATES = 200

@@ -13,13 +13,9 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection
-
+from satchel.memory.store.database import Conn
 from satchel.memory.store.log import claim_offset, recompute_formed
-
-Conn = AsyncConnection[Any]
 
 MAX_ARTIFACT_BYTES = 512 * 1024
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection
 from psycopg.rows import class_row
 
+from satchel.memory.store.database import Conn
 from satchel.memory.store.facts import STATUS, TOUCHING_NOW, TOUCHING_THEN, HopRow
-
-Conn = AsyncConnection[Any]
 
 CONTEXT_BYTES = 256  # of the message on each side of a quote
 

@@ -14,11 +14,8 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 VERBATIM = 8  # the newest formed turns, always candidates as they were said
 PAGE = 64  # older turns read per query while walking a stretch no segment covers

@@ -15,6 +15,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 log = logging.getLogger("satchel.memory")
 
 MIGRATION_LOCK = 7_301_918_114  # pg_advisory_lock key held while migrating
+Conn = AsyncConnection[Any]  # the one name for a connection of the pool, everywhere
 SPARE_WAIT = 0.001  # seconds a request waits for a second connection before doing without
 
 

@@ -6,9 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg import AsyncConnection
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 SOURCES = "(SELECT id FROM scope_sources)"
 FACTS = "(SELECT id FROM scope_facts)"

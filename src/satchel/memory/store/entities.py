@@ -6,11 +6,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 
 def normalize(name: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from satchel.memory.store.entities import Conn
+from satchel.memory.store.database import Conn
 from satchel.memory.store.facts import lock_log
 
 # The facts whose subject or object is the entity.

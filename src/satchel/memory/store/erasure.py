@@ -9,7 +9,8 @@ from datetime import datetime
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from satchel.memory.store.derived import SOURCES, Conn, Kind, Scope, kinds_for, mark
+from satchel.memory.store.database import Conn
+from satchel.memory.store.derived import SOURCES, Kind, Scope, kinds_for, mark
 from satchel.memory.store.log import recompute_formed
 from satchel.memory.store.terms import counted_subjects, recount
 

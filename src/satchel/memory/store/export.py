@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from satchel.memory.store.derived import Conn, Kind, Scope, kinds_for, mark
+from satchel.memory.store.database import Conn
+from satchel.memory.store.derived import Kind, Scope, kinds_for, mark
 
 MAX_EXPORT_ROWS = 50_000
 # Columns derived for search, not the person's data (and large): left out of exported rows.

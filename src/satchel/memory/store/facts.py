@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from psycopg import AsyncConnection
 from psycopg.rows import class_row
 
+from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import ensure_entity
 from satchel.memory.store.log import claim_offset, recompute_formed
-
-Conn = AsyncConnection[Any]
 
 CURATED_EXTRACTOR = "curated/v1"
 AUTHORED_CONFIDENCE = 0.0  # no model estimated an authored fact

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from psycopg.rows import class_row
 
-from satchel.memory.store.facts import Conn
+from satchel.memory.store.database import Conn
 
 COLUMNS = (
     "id, fact_id, note, proposed_object, recorded_by, recorded_at, promoted_by, promoted_at,"

@@ -11,7 +11,8 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from satchel.memory.formation.extraction import Candidate, Refusal, Said
-from satchel.memory.store.entities import Conn, ensure_entity, normalize
+from satchel.memory.store.database import Conn
+from satchel.memory.store.entities import ensure_entity, normalize
 from satchel.memory.store.facts import _supersede, lock_log
 from satchel.memory.store.log import recompute_formed
 

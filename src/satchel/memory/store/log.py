@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from psycopg import AsyncConnection
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 # The messages of the turns written, in one insert.
 _SAID = (

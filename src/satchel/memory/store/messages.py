@@ -6,11 +6,8 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 MAX_MESSAGE_BYTES = 65_536
 ROLES = ("user", "assistant", "system", "tool")  # who may say a message (see migration 0001)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
-from psycopg import AsyncConnection, pq
+from psycopg import pq
 
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 # Local to the transaction: in a pipeline on an autocommit connection, the statements up to the
 # pipeline's end (or the first fetch) are one implicit transaction, so the setting ends with it.

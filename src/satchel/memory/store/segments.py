@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
-
-from psycopg import AsyncConnection
 
 from satchel.memory.store.contexts import MAX_LEVEL, VERBATIM
-
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 
 def _next_turn(after: str) -> str:

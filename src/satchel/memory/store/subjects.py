@@ -11,11 +11,10 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from psycopg import AsyncConnection, errors
+from psycopg import errors
 
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 
 class SubjectConflict(Exception):

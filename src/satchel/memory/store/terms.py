@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg import AsyncConnection, sql
+from psycopg import sql
 
-Conn = AsyncConnection[Any]
+from satchel.memory.store.database import Conn
 
 MESSAGES = ""  # the pseudo-lexeme whose count is the number of messages
 BATCH = 500  # observations counted in one go

@@ -21,6 +21,7 @@ from satchel.memory.api.routes.records import MAX_EVIDENCE, MAX_NAME_BYTES, MAX_
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.store import facts
 from satchel.memory.store import feedback as store
+from satchel.memory.store.database import Conn
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -155,7 +156,7 @@ async def list_feedback(
 
 
 async def _target(
-    conn: facts.Conn, project_id: int, fact_id: uuid.UUID, version: uuid.UUID, *, correct: bool
+    conn: Conn, project_id: int, fact_id: uuid.UUID, version: uuid.UUID, *, correct: bool
 ) -> facts.Target:
     """The report's record, locked: at the expected version and still known (a correction also
     needs it still valid), else 409; with bounded evidence, else 413."""

@@ -27,6 +27,7 @@ from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.store import facts
+from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import normalize
 from satchel.memory.store.predicates import PREDICATES
 
@@ -335,7 +336,7 @@ def _targets(items: list[CorrectItem] | list[RetractItem]) -> list[tuple[uuid.UU
 
 
 async def _lock(
-    conn: facts.Conn,
+    conn: Conn,
     project_id: int,
     pairs: list[tuple[uuid.UUID, uuid.UUID]],
     *,
