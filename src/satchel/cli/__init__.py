@@ -7,12 +7,8 @@ from typing import Annotated
 import typer
 
 from satchel import __version__
-from satchel.cli.bench import bench
-from satchel.cli.conformance import conformance
-from satchel.cli.harness import model_server, run_games
-from satchel.cli.memory import formation_app, serve, tokens_app, worker
+from satchel.cli import bench, conformance, harness, memory, providers
 from satchel.cli.output import console
-from satchel.cli.providers import providers
 
 app = typer.Typer(
     help="satchel: what an LLM agent carries from one model call to the next.",
@@ -37,15 +33,17 @@ def root(
     """satchel: turn state, cache-stable context and memory for LLM agents."""
 
 
-app.command()(providers)
-app.command(name="run")(run_games)
-app.command(name="model-server")(model_server)
-app.add_typer(tokens_app, name="tokens")
-app.command()(serve)
-app.command()(worker)
-app.add_typer(formation_app, name="formation")
-app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(bench)
-app.command()(conformance)
+app.command()(providers.providers)
+app.command(name="run")(harness.run_games)
+app.command(name="model-server")(harness.model_server)
+app.add_typer(memory.tokens_app, name="tokens")
+app.command()(memory.serve)
+app.command()(memory.worker)
+app.add_typer(memory.formation_app, name="formation")
+app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    bench.bench
+)
+app.command()(conformance.conformance)
 
 
 def main() -> None:
