@@ -1,15 +1,19 @@
-"""The `satchel` command: help, version, the adapter listing, benchmark lookup."""
+"""The `satchel` command: help, version, the adapter listing, benchmark lookup, error text."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
 from satchel import __version__
-from satchel.cli import app
+from satchel.cli import app, bench
+from satchel.cli.output import fail
 
 runner = CliRunner()
 
@@ -69,6 +73,34 @@ def test_unknown_benchmark_is_refused_with_the_known_names() -> None:
     result = runner.invoke(app, ["bench", "no-such-benchmark"])
     assert result.exit_code == 2
     assert "unknown benchmark" in result.output
+
+
+def test_benchmarks_outside_a_clone_are_refused_saying_where_they_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bench, "SOURCE_TREE", tmp_path / "site-packages")
+    for args in (["bench", "memory"], ["bench", "--list"], ["bench"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2
+        (line,) = result.output.splitlines()
+        assert "the benchmarks run from a clone of the satchel repository" in line
+        assert "bash scripts/bootstrap" in line
+
+
+def test_error_text_keeps_its_brackets() -> None:
+    result = runner.invoke(app, ["run", "--config", "nope[harness]", "--game", "lamp-0001"])
+    assert result.exit_code == 2
+    assert result.output.startswith("no profile 'nope[harness]' (known: ")
+
+
+def test_a_refusal_is_one_line_of_text_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(typer.Exit) as refused:
+        fail("install it: pip install 'satchel[harness]'", 2)
+    assert refused.value.exit_code == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.splitlines() == ["install it: pip install 'satchel[harness]'"]
 
 
 def test_module_entry_point_runs() -> None:

@@ -1,0 +1,53 @@
+"""The `satchel` command: thin wrappers that call the parts, one module per group of commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from satchel import __version__
+from satchel.cli import bench, conformance, harness, memory, providers
+from satchel.cli.output import console
+
+app = typer.Typer(
+    help="satchel: what an LLM agent carries from one model call to the next.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"satchel {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """satchel: turn state, cache-stable context and memory for LLM agents."""
+
+
+app.command()(providers.providers)
+app.command(name="run")(harness.run_games)
+app.command(name="model-server")(harness.model_server)
+app.add_typer(memory.tokens_app, name="tokens")
+app.command()(memory.serve)
+app.command()(memory.worker)
+app.add_typer(memory.formation_app, name="formation")
+app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    bench.bench
+)
+app.command()(conformance.conformance)
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "console", "main"]

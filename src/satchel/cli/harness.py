@@ -1,0 +1,118 @@
+"""`satchel run` and `satchel model-server`: the ARC-AGI-3 harness and its scripted model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from satchel.cli.extras import require
+from satchel.cli.output import console, fail
+
+
+def run_games(
+    config: Annotated[
+        str | None, typer.Option("--config", help="The profile id to play with.")
+    ] = None,
+    game: Annotated[
+        list[str] | None, typer.Option("--game", help="A game id; repeat for several.")
+    ] = None,
+    profiles: Annotated[
+        list[Path] | None,
+        typer.Option("--profiles", help="A profile file (YAML) besides the examples; repeatable."),
+    ] = None,
+    parallel: Annotated[int, typer.Option("--parallel", help="Games played at once.")] = 1,
+    offline: Annotated[
+        bool | None,
+        typer.Option(
+            "--offline/--online",
+            help="Local games, or the ARC API (default: online when ARC_API_KEY is set).",
+        ),
+    ] = None,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where each game's run folder is written.")
+    ] = Path("runs"),
+    tags: Annotated[
+        list[str] | None, typer.Option("--tags", help="A scorecard tag (online); repeatable.")
+    ] = None,
+    max_actions: Annotated[
+        int | None, typer.Option("--max-actions", help="At most this many actions a game.")
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", help="Seconds a game may take.")
+    ] = None,
+    environments_dir: Annotated[
+        Path | None,
+        typer.Option("--environments-dir", help="Local games to play (default: satchel's own)."),
+    ] = None,
+    list_games: Annotated[bool, typer.Option("--list-games", help="List the local games.")] = False,
+    list_configs: Annotated[
+        bool, typer.Option("--list-configs", help="List the profiles.")
+    ] = False,
+) -> None:
+    """Play ARC-AGI-3 games with a model profile and write a run folder per game."""
+    if list_games or not list_configs:
+        require("harness", "run")
+    from satchel.harness.command import (
+        RunOptions,
+        UsageProblem,
+        configs_table,
+        games_table,
+        run,
+    )
+    from satchel.harness.environments import ArenaError
+    from satchel.turns import ConfigurationError
+
+    options = RunOptions(
+        config=config,
+        games=tuple(game or ()),
+        profiles=tuple(profiles or ()),
+        parallel=parallel,
+        offline=offline,
+        runs_dir=runs_dir,
+        tags=tuple(tags or ()),
+        max_actions=max_actions,
+        time_limit_s=time_limit,
+        environments_dir=environments_dir,
+    )
+    try:
+        if list_games or list_configs:
+            for table in [games_table(options)] * list_games + [
+                configs_table(options)
+            ] * list_configs:
+                console.print(table)
+            return
+        code = run(options, console)
+    except (UsageProblem, ConfigurationError) as exc:
+        fail(str(exc), 2)
+    except ArenaError as exc:
+        fail(str(exc), 1)
+    raise typer.Exit(code)
+
+
+def model_server(
+    script: Annotated[
+        Path | None, typer.Argument(help="The replies to serve (YAML or JSON).")
+    ] = None,
+    game: Annotated[
+        list[str] | None,
+        typer.Option("--game", help="Serve the shipped replies that win this game; repeatable."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve a scripted OpenAI-compatible model on loopback, for offline runs and demos."""
+    from satchel.harness.scripted import ScriptError, load_script, serve_forever, winning_script
+
+    try:
+        replies = dict(load_script(script)) if script is not None else {}
+        replies.update(winning_script(game or ()))
+    except ScriptError as exc:
+        fail(str(exc), 2)
+    if not replies:
+        fail("give a script file or --game", 2)
+    try:
+        serve_forever(replies, host, port, announce=lambda url: console.print(f"serving on {url}"))
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror}", 1)

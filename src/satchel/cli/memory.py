@@ -1,0 +1,215 @@
+"""`satchel serve`, `worker`, `formation` and `tokens`: the memory deployment's commands.
+
+They need the `server` extra; each imports the deployment only once it is known to be installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from satchel.cli.extras import require
+from satchel.cli.output import console, fail
+
+if TYPE_CHECKING:
+    from satchel.memory.config import MemorySettings
+
+tokens_app = typer.Typer(help="Create, list and revoke bearer tokens of the memory deployment.")
+formation_app = typer.Typer(help="Operate the formation of stored turns.")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Where the embedded database lives (default: SATCHEL_DATA_DIR or "
+        "~/.local/share/satchel). Ignored when SATCHEL_DATABASE_URL is set.",
+    ),
+]
+
+
+def _memory_settings(data_dir: Path | None) -> MemorySettings:
+    from satchel.memory.config import MemorySettings, SettingError
+
+    try:
+        return MemorySettings.from_env(data_dir=data_dir)
+    except SettingError as exc:
+        fail(str(exc), 2)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    data_dir: DataDir = None,
+    role: Annotated[
+        str,
+        typer.Option(
+            help="all: API and a worker process beside it; api: HTTP only; worker: formation only."
+        ),
+    ] = "all",
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            envvar="SATCHEL_ACCESS_LOG",
+            help="One line per request on stderr (env SATCHEL_ACCESS_LOG=0 turns it off).",
+        ),
+    ] = True,
+) -> None:
+    """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set);
+    SIGINT or SIGTERM stops it, its worker and its embedded PostgreSQL."""
+    require("server", "serve")
+    if role not in ("all", "api", "worker"):
+        fail(f"--role must be all, api or worker, not {role!r}", 2)
+    from satchel.memory.threads import one_thread_each
+
+    one_thread_each()
+    from satchel.memory.formation.model import HostNotAllowed
+    from satchel.memory.server import ServeError, work
+    from satchel.memory.server import serve as run
+    from satchel.memory.store.embedded import EmbeddedBusy
+
+    try:
+        settings = _memory_settings(data_dir)
+        if role == "worker":
+            work(settings, announce=console.print)
+        else:
+            run(
+                settings,
+                host,
+                port,
+                announce=console.print,
+                with_worker=role == "all",
+                access_log=access_log,
+            )
+    except HostNotAllowed as exc:
+        fail(str(exc), 2)
+    except (ServeError, EmbeddedBusy) as exc:
+        fail(str(exc), 1)
+
+
+def worker(data_dir: DataDir = None) -> None:
+    """Form stored turns: facts, segments and passages (stops on Ctrl-C or SIGTERM)."""
+    require("server", "worker")
+    from satchel.memory.formation.model import HostNotAllowed
+    from satchel.memory.server import work
+
+    try:
+        work(_memory_settings(data_dir), announce=console.print)
+    except HostNotAllowed as exc:
+        fail(str(exc), 2)
+
+
+@contextmanager
+def _deployment(settings: MemorySettings) -> Iterator[str]:
+    """The deployment's database for a manage command, or exit 2 saying none is there."""
+    from satchel.memory.server import NoDeployment, deployment
+
+    try:
+        with deployment(settings) as url:
+            yield url
+    except NoDeployment as exc:
+        fail(str(exc), 2)
+
+
+@formation_app.command("unpark")
+def formation_unpark(
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Put parked turns (those that failed formation 6 times) back in line for the worker."""
+    require("server", "formation unpark")
+    from satchel.memory.server import unpark
+
+    with _deployment(_memory_settings(data_dir)) as url:
+        count = unpark(url, project)
+    console.print(f"unparked {count} turn(s)")
+
+
+@tokens_app.command("create")
+def tokens_create(
+    project: Annotated[str, typer.Option(help="The project the token opens.")],
+    read_only: Annotated[bool, typer.Option("--read-only", help="Reads only.")] = False,
+    name: Annotated[str, typer.Option(help="A label for the token.")] = "",
+    data_dir: DataDir = None,
+) -> None:
+    """Create a token and print it once (only its digest is stored); stderr says which
+    database holds it."""
+    require("server", "tokens create")
+    from satchel.memory.server import where
+    from satchel.memory.tokens import create_token
+
+    settings = _memory_settings(data_dir)
+    with _deployment(settings) as url:
+        try:
+            token = create_token(url, project, read_only=read_only, name=name)
+        except ValueError as exc:
+            fail(str(exc), 2)
+    typer.echo(token)
+    typer.echo(f"token for project {project!r} written to {where(settings)}", err=True)
+
+
+@tokens_app.command("list")
+def tokens_list(
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per token.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """List tokens by prefix (the tokens themselves are never stored)."""
+    require("server", "tokens list")
+    from satchel.memory.tokens import list_tokens
+
+    with _deployment(_memory_settings(data_dir)) as url:
+        rows = list_tokens(url, project)
+    if as_json:
+        for row in rows:
+            typer.echo(
+                json.dumps(
+                    {
+                        "id": str(row.id),
+                        "project": row.project,
+                        "name": row.name,
+                        "prefix": row.prefix,
+                        "access": row.access,
+                        "created_at": row.created_at.isoformat(),
+                        "revoked_at": row.revoked_at.isoformat() if row.revoked_at else None,
+                    }
+                )
+            )
+        return
+    table = Table()
+    for column in ("project", "prefix", "access", "name", "created", "revoked", "id"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row.project,
+            row.prefix,
+            row.access,
+            row.name,
+            row.created_at.isoformat(timespec="seconds"),
+            row.revoked_at.isoformat(timespec="seconds") if row.revoked_at else "",
+            str(row.id),
+        )
+    console.print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    token: Annotated[str, typer.Argument(help="The token, its id, or its 12-character prefix.")],
+    data_dir: DataDir = None,
+) -> None:
+    """Revoke a token at once."""
+    require("server", "tokens revoke")
+    from satchel.memory.tokens import revoke_token
+
+    with _deployment(_memory_settings(data_dir)) as url:
+        count = revoke_token(url, token)
+    if not count:
+        console.print("[red]no active token matches[/red]")
+        raise typer.Exit(1)
+    console.print(f"revoked {count} token(s)")

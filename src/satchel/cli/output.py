@@ -1,0 +1,22 @@
+"""Where the `satchel` command writes: results on stdout, refusals in red on stderr as text."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+console = Console()
+
+
+def say_error(message: str) -> None:
+    """Print `message` in red on stderr as it is: brackets in it are text, never markup."""
+    Console(stderr=True).print(Text(message, style="red"), soft_wrap=True)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print `message` as an error and leave the command with exit code `code`."""
+    say_error(message)
+    raise typer.Exit(code)
