@@ -44,11 +44,13 @@ from rich.console import Console
 from rich.table import Table
 
 from _service import Client, percentile, service
+from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.embedder import load_embedder
 from satchel.memory.passages.index import index_passages
-from satchel.memory.passages.search import Scope, search_passages
+from satchel.memory.passages.search import search_passages
 from satchel.memory.store.database import migrate
 from satchel.memory.store.embedded import start_embedded
+from satchel.memory.store.passage_scope import Scope
 from satchel.memory.tokens import create_token
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo10.json"
@@ -274,6 +276,7 @@ async def search_in_process(
     url: str, project_id: int, questions: list[Question], keys: dict[str, str], vectors: bool
 ) -> Score:
     embedder = load_embedder() if vectors else None
+    caches = SearchCaches()
     score = Score()
     async with await psycopg.AsyncConnection.connect(url) as conn:
         for question in questions:
@@ -283,6 +286,7 @@ async def search_in_process(
                 question.text,
                 limit=DEEP_LIMIT,
                 embedder=embedder,
+                caches=caches,
             )
             await conn.rollback()
             score.add([keys[str(hit.chunk_id)] for hit in found.hits], question)

@@ -17,21 +17,25 @@ from hypothesis import strategies as st
 from memory_kit import LiveServer
 from psycopg import sql
 
-from satchel.memory.passages import search
+from satchel.memory.passages.caches import CommonWords, SearchCaches
 from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, load_embedder
 from satchel.memory.passages.index import index_passages
-from satchel.memory.passages.search import (
+from satchel.memory.passages.neighbours import with_neighbours
+from satchel.memory.passages.ranking import (
     NEIGHBOUR_WEIGHT,
     SESSION_TOP,
     SESSION_WEIGHT,
-    Placed,
-    Scope,
-    coverage_and_lexemes,
+    lexemes_to_read,
+)
+from satchel.memory.passages.search import SearchLimits, search_passages, weigh
+from satchel.memory.store.passage_rankings import (
+    EF_SEARCH,
+    MessagePlace,
+    ScanSettings,
     text_ranking,
     vector_ranking,
-    weigh,
-    with_neighbours,
 )
+from satchel.memory.store.passage_scope import Coverage, Scope, coverage_and_lexemes
 from satchel.memory.store.terms import count_terms, frequencies
 from satchel.memory.store.vectors import packed
 
@@ -381,7 +385,9 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
             if read_whole:
                 vector = packed(np.full(DIMENSIONS, DIMENSIONS**-0.5, dtype=np.float32))
                 project = project_id(live_server.database_url, "beta")
-                nearest = await vector_ranking(conn, Scope(project), vector, 0, also=list(scores))
+                nearest = await vector_ranking(
+                    conn, Scope(project), vector, 0, scans=ScanSettings(), also=list(scores)
+                )
                 assert not nearest.ranking and set(nearest.placed) == set(scores)
                 await conn.close()  # what was read whole must be all the neighbours need
                 return dict(await with_neighbours(conn, scores, nearest.placed))
@@ -392,7 +398,7 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
                 " WHERE m.id = ANY(%s)",
                 (list(scores),),
             )
-            place_of = {row[0]: Placed(*row) for row in await cursor.fetchall()}
+            place_of = {row[0]: MessagePlace(*row) for row in await cursor.fetchall()}
             return dict(await with_neighbours(conn, scores, place_of))
 
     found = asyncio.run(smoothed(read_whole=False))
@@ -421,7 +427,7 @@ def session_key(url: str, chunk: uuid.UUID) -> tuple[Any, Any]:
 
 
 def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(
-    live_server: LiveServer, beta: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    live_server: LiveServer, beta: httpx.Client
 ) -> None:
     for n in range(4):
         observe(beta, f"We hiked the ridge again, walk number {n}.")
@@ -429,14 +435,16 @@ def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(
     url = live_server.database_url
     project = project_id(url, "beta")
     build(url, project)
-    monkeypatch.setattr(search, "MAX_TEXT_MATCHES", 3)
+    cap = 3
     scope = Scope(project, "ann", turns_only=True)
 
     async def ranked(question: str, vectored: bool) -> int:
         async with await psycopg.AsyncConnection.connect(url) as conn:
             state, per_word = await coverage_and_lexemes(conn, project, question.split())
-            terms = await weigh(conn, scope, question, per_word, state.counted_through_offset)
-            return len(await text_ranking(conn, scope, terms, 10, vectored))
+            counted = state.counted_through_offset
+            terms = await weigh(conn, scope, question, per_word, counted, CommonWords())
+            lexemes = lexemes_to_read(terms.weights, terms.matches, vectored, cap)
+            return len(await text_ranking(conn, scope, terms, lexemes, 10))
 
     # "ridge" is in 5 messages, over the cap of 3; "ibex" in one.
     assert asyncio.run(ranked("ridge", vectored=False)) == 5
@@ -446,7 +454,7 @@ def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(
 
 
 def test_the_hits_read_beside_the_neighbours_are_the_hits_read_after_them(
-    live_server: LiveServer, beta: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    live_server: LiveServer, beta: httpx.Client
 ) -> None:
     for n in range(6):
         observe(beta, f"Did you see the heron by the canal, day {n}?", subject=f"s{n % 2}")
@@ -456,17 +464,25 @@ def test_the_hits_read_beside_the_neighbours_are_the_hits_read_after_them(
     build(url, project)
     embedder = load_embedder(EmbeddingSettings())
 
-    async def found(question: str) -> list[tuple[str, str, float]]:
+    caches = SearchCaches()
+
+    async def found(question: str, limits: SearchLimits) -> list[tuple[str, str, float]]:
         async with await psycopg.AsyncConnection.connect(url) as conn:
-            result = await search.search_passages(
-                conn, Scope(project, turns_only=True), question, limit=3, embedder=embedder
+            result = await search_passages(
+                conn,
+                Scope(project, turns_only=True),
+                question,
+                limit=3,
+                embedder=embedder,
+                caches=caches,
+                limits=limits,
             )
         return [(str(hit.chunk_id), hit.content, hit.similarity) for hit in result.hits]
 
     questions = ["where did the heron stand", "canal day 4", "lock gate"]
-    speculated = [asyncio.run(found(question)) for question in questions]
-    monkeypatch.setattr(search, "SPECULATED", 0)  # nothing read beside the neighbours
-    assert [asyncio.run(found(question)) for question in questions] == speculated
+    speculated = [asyncio.run(found(question, SearchLimits())) for question in questions]
+    alone = SearchLimits(speculated=0)  # nothing read beside the neighbours
+    assert [asyncio.run(found(question, alone)) for question in questions] == speculated
     assert all(len(hits) == 3 for hits in speculated)
 
 
@@ -480,6 +496,7 @@ def test_the_vector_scan_settings_are_sent_again_unless_they_were_committed(
     embedder = load_embedder(EmbeddingSettings())
     vector = packed(embedder.embed(["heron"])[0])
     scope = Scope(project, turns_only=True)
+    scans = ScanSettings()
 
     async def shown(conn: psycopg.AsyncConnection[Any]) -> list[str]:
         cursor = await conn.execute(
@@ -492,25 +509,29 @@ def test_the_vector_scan_settings_are_sent_again_unless_they_were_committed(
     async def run() -> None:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             async with conn.transaction(force_rollback=True):  # the settings are rolled back
-                assert len((await search.vector_ranking(conn, scope, vector, 10)).ranking) == 1
+                assert (
+                    len((await vector_ranking(conn, scope, vector, 10, scans=scans)).ranking) == 1
+                )
             assert await shown(conn) == ["40", "off"]
-            assert len((await search.vector_ranking(conn, scope, vector, 10)).ranking) == 1
+            assert len((await vector_ranking(conn, scope, vector, 10, scans=scans)).ranking) == 1
             assert await shown(conn) == ["40", "relaxed_order"]
-            assert len((await search.vector_ranking(conn, scope, vector, 200)).ranking) == 1
-            assert await shown(conn) == [str(search.EF_SEARCH), "relaxed_order"]
+            assert len((await vector_ranking(conn, scope, vector, 200, scans=scans)).ranking) == 1
+            assert await shown(conn) == [str(EF_SEARCH), "relaxed_order"]
             async with conn.transaction(force_rollback=True):
                 await conn.execute("SET hnsw.ef_search = 7")
-                assert len((await search.vector_ranking(conn, scope, vector, 200)).ranking) == 1
-            assert await shown(conn) == [str(search.EF_SEARCH), "relaxed_order"]
+                assert (
+                    len((await vector_ranking(conn, scope, vector, 200, scans=scans)).ranking) == 1
+                )
+            assert await shown(conn) == [str(EF_SEARCH), "relaxed_order"]
 
     asyncio.run(run())
 
 
 def test_coverage_of_a_project_that_does_not_exist_is_empty(live_server: LiveServer) -> None:
-    async def run() -> tuple[search.Coverage, list[list[str]]]:
+    async def run() -> tuple[Coverage, list[list[str]]]:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
             return await coverage_and_lexemes(conn, 2**40, ["Herons", "the", "stood"])
 
     state, per_word = asyncio.run(run())
-    assert state == search.Coverage("", "", -1, -1, -1)
+    assert state == Coverage("", "", -1, -1, -1)
     assert per_word == [["heron"], [], ["stood"]]

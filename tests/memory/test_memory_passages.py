@@ -15,9 +15,11 @@ import pytest
 import taisce
 from memory_kit import LiveServer
 
+from satchel.memory.passages.caches import CommonWords, SearchCaches
 from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, Vectors, load_embedder
 from satchel.memory.passages.index import index_passages
-from satchel.memory.passages.search import Scope, question_terms, search_passages
+from satchel.memory.passages.search import question_terms, search_passages
+from satchel.memory.store.passage_scope import Scope
 
 ANA = [
     "I adopted a golden retriever puppy last weekend, she is called Biscuit.",
@@ -324,7 +326,8 @@ def test_words_common_to_the_scope_are_left_out_of_the_embedded_question(
     async def terms() -> Any:
         async with await psycopg.AsyncConnection.connect(live_server.database_url) as conn:
             scope = Scope(project_id(live_server.database_url), "evan")
-            return await question_terms(conn, scope, "Did Evan cancel the kayak trip?", -1)
+            question = "Did Evan cancel the kayak trip?"
+            return await question_terms(conn, scope, question, -1, CommonWords())
 
     found = asyncio.run(terms())
     assert found.focused == "Did cancel the kayak trip?"
@@ -350,7 +353,8 @@ def test_lexeme_counts_stay_with_their_lexemes_under_parallel_plans(
             ):
                 await conn.execute(setting)
             scope = Scope(project_id(live_server.database_url), "fay")
-            return await question_terms(conn, scope, "When is the violin lesson in the garden?", -1)
+            question = "When is the violin lesson in the garden?"
+            return await question_terms(conn, scope, question, -1, CommonWords())
 
     weights = dict(asyncio.run(terms()).weights)
     assert weights["'violin'"] > weights["'lesson'"] * 0.99 > weights["'garden'"] * 5
@@ -373,7 +377,13 @@ async def walked(url: str, scope: Scope, question: str, embedder: Any) -> list[s
         for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
             await conn.execute(f"SET {setting} = off")
         found = await search_passages(
-            conn, scope, question, limit=10, candidates=200, embedder=embedder
+            conn,
+            scope,
+            question,
+            limit=10,
+            candidates=200,
+            embedder=embedder,
+            caches=SearchCaches(),
         )
     return [hit.content for hit in found.hits]
 
@@ -460,6 +470,7 @@ def test_a_spare_connection_ranks_by_vector_beside_full_text_alike(
                 candidates=candidates,
                 exact=candidates == 0,
                 embedder=minilm,
+                caches=SearchCaches(),
                 spare=spare if beside else None,
             )
         return [(hit.content, round(hit.similarity, 6)) for hit in page.hits]
@@ -492,6 +503,7 @@ def test_a_failing_spare_connection_fails_the_search_and_frees_the_other(
                     limit=3,
                     candidates=100,
                     embedder=minilm,
+                    caches=SearchCaches(),
                     spare=spare,
                 )
             cursor = await conn.execute("SELECT 1")  # nothing of the search is left running

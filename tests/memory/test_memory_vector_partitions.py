@@ -15,7 +15,7 @@ import pytest
 from memory_kit import with_database
 
 from satchel.memory.passages.embedder import DIMENSIONS
-from satchel.memory.passages.search import Scope, Terms, ask_hits, period_ranking, vector_ranking
+from satchel.memory.passages.ranking import period_window
 from satchel.memory.store.database import migrate, migrations
 from satchel.memory.store.embedded import (
     INCLUDE,
@@ -27,6 +27,9 @@ from satchel.memory.store.embedded import (
     usable_memory,
     write_settings,
 )
+from satchel.memory.store.passage_hits import ask_hits
+from satchel.memory.store.passage_rankings import ScanSettings, period_ranking, vector_ranking
+from satchel.memory.store.passage_scope import Scope, Terms
 from satchel.memory.store.vectors import Packed, packed
 
 PARTITIONED = 13  # the migration that gives each project its partition
@@ -172,7 +175,7 @@ async def test_a_vector_search_reads_only_its_projects_graph(db_url: str) -> Non
         conn.execute("ANALYZE message_vectors")
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         scope = Scope(small, "", ("user",), turns_only=True)
-        found = await vector_ranking(conn, scope, vector(0), 8)
+        found = await vector_ranking(conn, scope, vector(0), 8, scans=ScanSettings())
         assert sorted(place.id for place, _ in found.ranking) == sorted(mine)
         plan = await conn.execute(
             "EXPLAIN (ANALYZE, COSTS OFF) SELECT message_id FROM message_vectors"
@@ -200,13 +203,14 @@ async def test_no_search_statement_opens_another_projects_vectors(db_url: str) -
         await conn.execute("SET plan_cache_mode = force_generic_plan")
         async with conn.transaction():
             for exact in (False, True):
-                found = await vector_ranking(conn, scope, vector(0), 8, exact, terms=Terms([], ""))
+                found = await vector_ranking(
+                    conn, scope, vector(0), 8, exact, scans=ScanSettings(), terms=Terms([], "")
+                )
                 assert [place.id for place, _ in found.ranking] == [messages[mine]]
             rows = await (await ask_hits(conn, mine, [messages[mine]], vector(0), Terms([], "")))()
             assert list(rows) == [messages[mine]]
-            dated = await period_ranking(
-                conn, scope, [(now - timedelta(days=1), now + timedelta(days=1))], vector(0), 8
-            )
+            window = period_window((now - timedelta(days=1), now + timedelta(days=1)))
+            dated = await period_ranking(conn, scope, [window], vector(0), 8)
             assert [place.id for place, _ in dated] == [messages[mine]]
             locked = await conn.execute(
                 "SELECT DISTINCT c.relname FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.embedder import Embedder
-from satchel.memory.passages.search import Scope, search_passages
+from satchel.memory.passages.search import search_passages
 from satchel.memory.spelling import WINDOW, offered, ranked
 from satchel.memory.store.citations import Evidence, facts_touching
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import Entity, entities_named, entities_spelled_like, normalize
 from satchel.memory.store.facts import HopRow
+from satchel.memory.store.passage_scope import Scope
 
 SURFACES = ("facts", "reports", "passages")
 MAX_QUESTION_BYTES = 8_192
@@ -320,7 +322,9 @@ async def _similar(conn: Conn, project_id: int, ask: Ask) -> list[Anchor]:
 Searched = tuple[list[RecalledPassage], bool]
 
 
-async def _passages(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None) -> Searched:
+async def _passages(
+    conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None, caches: SearchCaches
+) -> Searched:
     """Up to 8 passages of observed turns (authored records answer as facts), and whether an
     embedder read the question (otherwise they were ranked by full text alone)."""
     roles = tuple(ask.controls.source_roles)
@@ -332,6 +336,7 @@ async def _passages(conn: Conn, project_id: int, ask: Ask, embedder: Embedder | 
         limit=MAX_PASSAGES,
         candidates=PASSAGE_CANDIDATES,
         embedder=embedder,
+        caches=caches,
     )
     passages = []
     for hit in found.hits:
@@ -357,6 +362,8 @@ async def recall(
     ask: Ask,
     embedder: Embedder | None = None,
     spare: Conn | None = None,
+    *,
+    caches: SearchCaches,
 ) -> Bundle:
     """Answer `ask` from the project's facts and passages (reports answer nothing yet).
 
@@ -364,14 +371,14 @@ async def recall(
     the embedder and its first statements sent before the facts are asked for), and runs on
     it beside the facts (in the database too). Without one it runs after the facts on `conn`:
     a connection runs one statement at a time, and the search's pipelines cannot share it with
-    statements of another task.
+    statements of another task. `caches`: what the application's passage searches keep.
     """
     started = None
     if "passages" in ask.controls.surfaces and spare is not None:
-        search = _passages(spare, project_id, ask, embedder)
+        search = _passages(spare, project_id, ask, embedder, caches)
         started = asyncio.Task(search, loop=asyncio.get_running_loop(), eager_start=True)
     try:
-        return await _recall(conn, project_id, ask, embedder, started)
+        return await _recall(conn, project_id, ask, embedder, caches, started)
     finally:
         if started is not None:
             await asyncio.wait([started])
@@ -384,6 +391,7 @@ async def _recall(
     project_id: int,
     ask: Ask,
     embedder: Embedder | None,
+    caches: SearchCaches,
     started: asyncio.Future[Searched] | None,
 ) -> Bundle:
     controls = ask.controls
@@ -432,7 +440,7 @@ async def _recall(
         degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
     passages: list[RecalledPassage] = []
     if "passages" in controls.surfaces and not spent:
-        found, vectored = await (started or _passages(conn, project_id, ask, embedder))
+        found, vectored = await (started or _passages(conn, project_id, ask, embedder, caches))
         for passage in found:
             if characters + passage.charge() > controls.max_characters:
                 truncated = True

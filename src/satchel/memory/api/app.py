@@ -19,6 +19,7 @@ from satchel.memory.api.gate import Admission, Gate, Grant
 from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
 from satchel.memory.api.routes import ROUTERS
 from satchel.memory.config import MemorySettings
+from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.store.appends import Appender
 from satchel.memory.store.database import open_pool
 
@@ -74,7 +75,11 @@ def create_app(
         credentials,
     )
     app.state.deployment = Deployment(
-        pool=pool, appender=app.state.appender, settings=settings, gate=app.state.gate
+        pool=pool,
+        appender=app.state.appender,
+        settings=settings,
+        gate=app.state.gate,
+        search_caches=SearchCaches(),
     )
     install_error_handlers(app)
     for router in ROUTERS:

@@ -10,6 +10,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.api.gate import Gate
 from satchel.memory.config import MemorySettings
+from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.store.appends import Appender
 
 
@@ -21,6 +22,7 @@ class Deployment:
     appender: Appender
     settings: MemorySettings
     gate: Gate
+    search_caches: SearchCaches
 
 
 def deployment(request: Request) -> Deployment:

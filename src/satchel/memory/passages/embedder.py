@@ -70,8 +70,8 @@ class MiniLM:
     """all-MiniLM-L6-v2 (a 6-layer BERT) run by ONNX Runtime on one thread: mean pooling, then
     L2 normalization.
 
-    The shipped graph holds int8 dense weights (see `model/NOTICE`); its vectors are those of
-    the published model to a cosine of about 0.99, hence an identity of their own.
+    The shipped graph holds int8 dense weights (see `model/NOTICE`); its vectors are close to
+    the published model's but not the same, hence an identity of their own.
     """
 
     identity = "local/all-MiniLM-L6-v2-int8"

@@ -15,12 +15,14 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
 from satchel.memory.api.bodies import Answer, Body, Text
+from satchel.memory.api.deps import deployment
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.passages import query_embedder
-from satchel.memory.passages.search import Scope, search_passages
+from satchel.memory.passages.search import search_passages
 from satchel.memory.store.database import autocommitting, spare_connection
+from satchel.memory.store.passage_scope import Scope
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -131,6 +133,7 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
             candidates=query.candidates,
             exact=query.candidates == 0,
             embedder=embedder,
+            caches=deployment(request).search_caches,
             spare=spare,
         )
     if not found.embedded:

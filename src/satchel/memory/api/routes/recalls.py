@@ -19,6 +19,7 @@ from satchel.memory.api.bodies import (
     Timestamp,
     omitted,
 )
+from satchel.memory.api.deps import deployment
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -188,7 +189,8 @@ async def recalls(
     try:
         pool = request.app.state.pool
         async with autocommitting(pool) as conn, spare_connection(pool) as spare:
-            bundle = await recall(conn, grant.project_id, ask, embedder, spare)
+            caches = deployment(request).search_caches
+            bundle = await recall(conn, grant.project_id, ask, embedder, spare, caches=caches)
     except QuestionRefused as refused:
         raise ApiError(400, "invalid_question", f"question: {refused}") from None
     # Validated once from the bundle's own objects and written once: a model returned would be
