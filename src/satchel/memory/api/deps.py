@@ -23,8 +23,8 @@ class Deployment:
     gate: Gate
 
 
-def deployment(request: Request) -> Deployment:
-    """The application's parts (set once by `create_app`)."""
+async def deployment(request: Request) -> Deployment:
+    """The application's parts (set once by `create_app`); async, so no thread is borrowed."""
     parts = request.app.state.deployment
     assert isinstance(parts, Deployment)
     return parts
