@@ -47,9 +47,9 @@ from _service import Client, percentile, service
 from satchel.memory.passages.embedder import load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import Scope, search_passages
+from satchel.memory.service.tokens import create_token
 from satchel.memory.store.database import migrate
 from satchel.memory.store.embedded import start_embedded
-from satchel.memory.tokens import create_token
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo10.json"
 TURN_KS = (5, 10, 50)

@@ -322,7 +322,7 @@ def tokens_create(
     """Create a token and print it once (only its digest is stored); stderr says which
     database holds it."""
     from satchel.memory.server import where
-    from satchel.memory.tokens import create_token
+    from satchel.memory.service.tokens import create_token
 
     errors = Console(stderr=True)
     settings = _memory_settings(data_dir)
@@ -348,7 +348,7 @@ def tokens_list(
     data_dir: DataDir = None,
 ) -> None:
     """List tokens by prefix (the tokens themselves are never stored)."""
-    from satchel.memory.tokens import list_tokens
+    from satchel.memory.service.tokens import list_tokens
 
     with _deployment(_memory_settings(data_dir)) as url:
         rows = list_tokens(url, project)
@@ -390,7 +390,7 @@ def tokens_revoke(
     data_dir: DataDir = None,
 ) -> None:
     """Revoke a token at once."""
-    from satchel.memory.tokens import revoke_token
+    from satchel.memory.service.tokens import revoke_token
 
     with _deployment(_memory_settings(data_dir)) as url:
         count = revoke_token(url, token)

@@ -19,6 +19,7 @@ from satchel.memory.api.gate import Admission, Gate, Grant
 from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
 from satchel.memory.api.routes import ROUTERS
 from satchel.memory.config import MemorySettings
+from satchel.memory.service.health import database_answers
 from satchel.memory.store.appends import Appender
 from satchel.memory.store.database import open_pool
 
@@ -90,10 +91,7 @@ def create_app(
     async def ready() -> JSONResponse:
         """200 once the database answers, 503 while it does not; either way the worker's state."""
         state = worker() if worker is not None else "off"
-        try:
-            async with pool.connection(timeout=1.0) as conn:
-                await conn.execute("SELECT 1")
-        except Exception:
+        if not await database_answers(pool):
             return JSONResponse(
                 {"status": "unavailable", "worker": state},
                 status_code=503,
