@@ -71,7 +71,7 @@ def change(url: str, statement: str, *params: object) -> None:
 
 def credentials_of(server: LiveServer) -> Credentials[Any]:
     """The running service's remembered grants (the server runs in this process)."""
-    found: Credentials[Any] = server.server.config.app.state.gate.credentials
+    found: Credentials[Any] = server.server.config.app.state.deployment.gate.credentials
     return found
 
 

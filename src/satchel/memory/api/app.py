@@ -64,23 +64,19 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.state.pool = pool
-    app.state.appender = Appender(
-        pool, formed=settings.form_on_store, backlog=settings.backlog_limit
-    )
-    app.state.settings = settings
-    app.state.gate = Gate(
+    gate = Gate(
         pool,
         Admission(settings.work_limit, settings.project_limit, settings.token_limit),
         credentials,
     )
-    app.state.deployment = Deployment(
-        pool=pool, appender=app.state.appender, settings=settings, gate=app.state.gate
-    )
+    appender = Appender(pool, formed=settings.form_on_store, backlog=settings.backlog_limit)
+    app.state.deployment = Deployment(pool=pool, appender=appender, settings=settings, gate=gate)
+    app.state.pool = pool  # still read by the routes not yet on `Deployment`
+    app.state.settings = settings
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    mcp = McpEndpoint(app, app.state.gate)
+    mcp = McpEndpoint(app, gate)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["POST"], include_in_schema=False))
 
     @app.get("/health", include_in_schema=True)
