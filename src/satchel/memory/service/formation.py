@@ -23,7 +23,7 @@ class Formed:
 async def record_failure(
     conn: Conn,
     project_id: int,
-    turn: store.Turn,
+    turn: store.DueTurn,
     error: str,
     *,
     backoff: float,
@@ -45,7 +45,7 @@ async def record_failure(
 async def form(
     conn: Conn,
     project_id: int,
-    turn: store.Turn,
+    turn: store.DueTurn,
     outcome: list[Candidate | RejectedClaim],
     extractor: Extractor,
 ) -> Formed:

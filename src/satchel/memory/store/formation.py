@@ -20,7 +20,7 @@ LOCK_NAME = "satchel.memory.formation"
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class DueTurn:
     """An observation waiting to be formed."""
 
     id: uuid.UUID
@@ -49,10 +49,10 @@ async def project_ids(conn: Conn) -> list[int]:
     return [row[0] for row in await cursor.fetchall()]
 
 
-async def due_turns(conn: Conn, project_id: int, limit: int) -> list[Turn]:
+async def due_turns(conn: Conn, project_id: int, limit: int) -> list[DueTurn]:
     """Up to `limit` of the project's turns neither formed nor parked nor waiting out a backoff,
     oldest first."""
-    async with conn.cursor(row_factory=class_row(Turn)) as cursor:
+    async with conn.cursor(row_factory=class_row(DueTurn)) as cursor:
         await cursor.execute(
             "SELECT id, log_offset, data_subject_id, kind, attempts FROM observations"
             " WHERE project_id = %s AND formed_at IS NULL AND parked_at IS NULL"
@@ -80,7 +80,7 @@ async def vocabulary(conn: Conn) -> dict[str, str]:
     return {name: cardinality for name, cardinality in await cursor.fetchall()}
 
 
-async def claim_turn(conn: Conn, project_id: int, turn: Turn) -> datetime | None:
+async def claim_turn(conn: Conn, project_id: int, turn: DueTurn) -> datetime | None:
     """Inside a transaction: lock the log, then the turn (one round trip in a pipeline); the
     transaction's time, or None when the turn is gone or formed."""
     await lock_log(conn, project_id)
@@ -94,7 +94,7 @@ async def claim_turn(conn: Conn, project_id: int, turn: Turn) -> datetime | None
 
 
 async def fail_attempt(
-    conn: Conn, turn: Turn, error: str, *, backoff: float, max_backoff: float, attempts: int
+    conn: Conn, turn: DueTurn, error: str, *, backoff: float, max_backoff: float, attempts: int
 ) -> bool:
     """Store a failed attempt on the claimed turn: the error, the count and the next try
     (doubling from `backoff` seconds), or park it after `attempts` failures. True when parked."""
@@ -123,7 +123,7 @@ async def _duplicate(
 
 
 async def write_fact(
-    conn: Conn, project_id: int, turn: Turn, claim: Candidate, extractor: Extractor, at: datetime
+    conn: Conn, project_id: int, turn: DueTurn, claim: Candidate, extractor: Extractor, at: datetime
 ) -> bool:
     """Admit one claim as a fact citing its span; false when it duplicates a current fact."""
     subject = turn.data_subject_id
@@ -175,7 +175,7 @@ async def write_fact(
 
 
 async def reject_claim(
-    conn: Conn, project_id: int, turn: Turn, rejected: RejectedClaim, extractor: Extractor
+    conn: Conn, project_id: int, turn: DueTurn, rejected: RejectedClaim, extractor: Extractor
 ) -> None:
     await conn.execute(
         "INSERT INTO rejected_claims (id, project_id, data_subject_id, observation_id, reason,"
@@ -192,7 +192,7 @@ async def reject_claim(
     )
 
 
-async def mark_formed(conn: Conn, turn: Turn, extractor: Extractor, at: datetime) -> None:
+async def mark_formed(conn: Conn, turn: DueTurn, extractor: Extractor, at: datetime) -> None:
     """The claimed turn is formed, at `at`, by `extractor`."""
     await conn.execute(
         "UPDATE observations SET formed_at = %s, last_error = NULL, next_attempt_at = NULL,"
