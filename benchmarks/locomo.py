@@ -48,10 +48,10 @@ from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.embedder import load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import search_passages
+from satchel.memory.service.tokens import create_token
 from satchel.memory.store.database import migrate
 from satchel.memory.store.embedded import start_embedded
 from satchel.memory.store.passage_scope import Scope
-from satchel.memory.tokens import create_token
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo10.json"
 TURN_KS = (5, 10, 50)

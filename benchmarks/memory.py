@@ -53,9 +53,9 @@ from rich.table import Table
 from _corpus import load_conversations, passage_question
 from _service import Client, cpu_spent, percentile, service
 from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
+from satchel.memory.service.tokens import create_token
 from satchel.memory.store.database import migrate
 from satchel.memory.store.embedded import pgdata_of, start_embedded
-from satchel.memory.tokens import create_token
 
 # First, middle and last names: up to 80,000 people; 20,000 of them hold 5 facts each at 100k.
 FIRST_TEXT = """

@@ -14,7 +14,7 @@ from psycopg import conninfo
 
 from satchel.memory.api.app import create_app
 from satchel.memory.config import MemorySettings
-from satchel.memory.tokens import create_token
+from satchel.memory.service.tokens import create_token
 
 
 def with_database(url: str, name: str) -> str:

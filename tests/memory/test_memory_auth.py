@@ -17,7 +17,7 @@ from memory_kit import LiveServer
 from memory_routes import memory_app, served
 
 from satchel.memory.config import MemorySettings
-from satchel.memory.tokens import revoke_token
+from satchel.memory.service.tokens import revoke_token
 
 UNAUTHENTICATED = {"error": {"code": "unauthenticated", "message": "a credential is required"}}
 READ_ONLY_ALLOWED = {

@@ -16,7 +16,7 @@ from memory_kit import LiveServer, with_database
 from memory_process import Served, embedded_postmaster, environment, satchel, stop_embedded
 from psycopg import conninfo
 
-from satchel.memory.tokens import TOKEN_PATTERN
+from satchel.memory.service.tokens import TOKEN_PATTERN
 
 
 @pytest.fixture

@@ -11,7 +11,9 @@ import psycopg
 import pytest
 from memory_kit import LiveServer
 
-from satchel.memory.store.contexts import VERBATIM, Segment, choose, gaps
+from satchel.memory.domain import VERBATIM
+from satchel.memory.service.contexts import choose, gaps
+from satchel.memory.store.contexts import Segment
 
 
 def observe(client: httpx.Client, subject: str | None, *contents: str) -> int:

@@ -16,7 +16,7 @@ from memory_kit import LiveServer
 
 from satchel.memory.api import credentials
 from satchel.memory.api.credentials import Credentials
-from satchel.memory.tokens import revoke_token
+from satchel.memory.service.tokens import revoke_token
 
 SETTLES = 5.0  # seconds a change may take to be heard on a loaded machine
 
@@ -71,7 +71,7 @@ def change(url: str, statement: str, *params: object) -> None:
 
 def credentials_of(server: LiveServer) -> Credentials[Any]:
     """The running service's remembered grants (the server runs in this process)."""
-    found: Credentials[Any] = server.server.config.app.state.gate.credentials
+    found: Credentials[Any] = server.server.config.app.state.deployment.gate.credentials
     return found
 
 

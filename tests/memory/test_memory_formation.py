@@ -15,7 +15,8 @@ from model_server import ModelServer
 from records_kit import api
 
 from satchel.memory.config import MemorySettings, ModelClientSettings, formation_from_env
-from satchel.memory.formation.extraction import CODE_VERSION, PROMPT_ID, Said, find_span, locate
+from satchel.memory.domain import StoredMessage
+from satchel.memory.formation.extraction import CODE_VERSION, PROMPT_ID, find_span, locate
 from satchel.memory.formation.model import ChatModel, HostNotAllowed
 from satchel.memory.formation.worker import Worker
 
@@ -160,8 +161,8 @@ def test_quotes_are_located_exactly_then_with_whitespace_collapsed() -> None:
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
     said = [
-        Said(1, 0, "assistant", "You said: I moved to Gaillimh.", at),
-        Said(2, 1, "user", text, at),
+        StoredMessage(1, 0, "assistant", "You said: I moved to Gaillimh.", at),
+        StoredMessage(2, 1, "user", text, at),
     ]
     span = find_span("I moved to Gaillimh", said, 1)
     assert span is not None and span.message.ordinal == 1

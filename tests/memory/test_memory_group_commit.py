@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from memory_kit import LiveServer, post_with_backoff
 
 from satchel.memory.store.appends import MAX_GROUP, MAX_GROUP_BYTES, next_group
-from satchel.memory.store.log import NewTurn, Said
+from satchel.memory.store.log import NewMessage, NewTurn
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def new_turn(digest: bytes | None, size: int) -> NewTurn:
-    return NewTurn(uuid.uuid4(), None, AT, [Said("user", "x" * size, 0, AT)], digest, b"")
+    return NewTurn(uuid.uuid4(), None, AT, [NewMessage("user", "x" * size, 0, AT)], digest, b"")
 
 
 turns = st.lists(

@@ -29,7 +29,7 @@ from memory_process import Served, environment, stop_embedded
 from records_kit import claim
 
 from satchel.memory.config import MemorySettings
-from satchel.memory.tokens import create_token
+from satchel.memory.service.tokens import create_token
 
 ROUTES = {
     "recall": ("POST", "/v1/recalls"),

@@ -12,7 +12,7 @@ from records_kit import api, assert_records, claim, error
 from taisce.client import Client, TaisceError
 
 from satchel.memory.config import MemorySettings
-from satchel.memory.recall import terms
+from satchel.memory.service.questions import terms
 
 SUBJECT = "person-1"
 ARRAYS = ("anchors", "facts", "reports", "passages", "degraded")

@@ -142,7 +142,7 @@ def tokens_create(
     database holds it."""
     require("server", "tokens create")
     from satchel.memory.server import where
-    from satchel.memory.tokens import create_token
+    from satchel.memory.service.tokens import create_token
 
     settings = _memory_settings(data_dir)
     with _deployment(settings) as url:
@@ -162,7 +162,7 @@ def tokens_list(
 ) -> None:
     """List tokens by prefix (the tokens themselves are never stored)."""
     require("server", "tokens list")
-    from satchel.memory.tokens import list_tokens
+    from satchel.memory.service.tokens import list_tokens
 
     with _deployment(_memory_settings(data_dir)) as url:
         rows = list_tokens(url, project)
@@ -205,7 +205,7 @@ def tokens_revoke(
 ) -> None:
     """Revoke a token at once."""
     require("server", "tokens revoke")
-    from satchel.memory.tokens import revoke_token
+    from satchel.memory.service.tokens import revoke_token
 
     with _deployment(_memory_settings(data_dir)) as url:
         count = revoke_token(url, token)

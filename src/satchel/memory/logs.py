@@ -7,8 +7,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-from satchel.memory.api.access_log import ACCESS_LOGGER
-
+ACCESS_LOGGER = "satchel.memory.access"
 FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 

@@ -18,9 +18,9 @@ import uvicorn
 
 from satchel.memory.config import MemorySettings
 from satchel.memory.logs import log_to_stderr
+from satchel.memory.service.formation import unpark as unpark_turns
 from satchel.memory.store.database import describe_url, is_deployment, migrate
 from satchel.memory.store.embedded import has_data, start_embedded
-from satchel.memory.store.formation import unpark as unpark_turns
 from satchel.memory.supervisor import STOP_GRACE, WorkerSupervisor
 from satchel.memory.worker_process import run_until_stopped
 

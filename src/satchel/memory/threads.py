@@ -1,9 +1,9 @@
 """Numeric libraries in the service run one thread each: set before numpy is first imported.
 
 Questions are embedded on the request path while PostgreSQL, the worker and other requests want
-the same cores; a library's own threads then wait for cores they cannot get (on 2 busy cores a
-question took about 50 ms with 2 BLAS threads, 14 ms with one). The local model's ONNX Runtime
-session is given one thread in its own options (`passages/embedder.py`).
+the same cores; a library's own threads then wait for cores they cannot get, and a question takes
+longer with more of them. The local model's ONNX Runtime session is given one thread in its own
+options (`passages/embedder.py`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-ACCESS_LOGGER = "satchel.memory.access"
+from satchel.memory.logs import ACCESS_LOGGER
+
 REQUEST_ID_HEADER = b"x-request-id"
 REQUEST_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 PATH_SHOWN = 200  # characters of an unrouted path kept in a line

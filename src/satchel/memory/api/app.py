@@ -20,6 +20,7 @@ from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
 from satchel.memory.api.routes import ROUTERS
 from satchel.memory.config import MemorySettings
 from satchel.memory.passages.caches import SearchCaches
+from satchel.memory.service.health import database_answers
 from satchel.memory.store.appends import Appender
 from satchel.memory.store.database import open_pool
 
@@ -64,27 +65,25 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.state.pool = pool
-    app.state.appender = Appender(
-        pool, formed=settings.form_on_store, backlog=settings.backlog_limit
-    )
-    app.state.settings = settings
-    app.state.gate = Gate(
+    gate = Gate(
         pool,
         Admission(settings.work_limit, settings.project_limit, settings.token_limit),
         credentials,
     )
+    appender = Appender(pool, formed=settings.form_on_store, backlog=settings.backlog_limit)
     app.state.deployment = Deployment(
         pool=pool,
-        appender=app.state.appender,
+        appender=appender,
         settings=settings,
-        gate=app.state.gate,
+        gate=gate,
         search_caches=SearchCaches(),
     )
+    app.state.pool = pool  # still read by the routes not yet on `Deployment`
+    app.state.settings = settings
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    mcp = McpEndpoint(app, app.state.gate)
+    mcp = McpEndpoint(app, gate)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["POST"], include_in_schema=False))
 
     @app.get("/health", include_in_schema=True)
@@ -95,10 +94,7 @@ def create_app(
     async def ready() -> JSONResponse:
         """200 once the database answers, 503 while it does not; either way the worker's state."""
         state = worker() if worker is not None else "off"
-        try:
-            async with pool.connection(timeout=1.0) as conn:
-                await conn.execute("SELECT 1")
-        except Exception:
+        if not await database_answers(pool):
             return JSONResponse(
                 {"status": "unavailable", "worker": state},
                 status_code=503,

@@ -24,6 +24,8 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
+from satchel.memory.domain import render_time
+
 BODY = "invalid_body"  # the code of a body that cannot be read as its model
 
 
@@ -317,11 +319,6 @@ def rfc3339(value: datetime | None) -> str | None:
     if value is None:
         return None
     return render_time(value)
-
-
-def render_time(value: datetime) -> str:
-    """RFC 3339 in UTC with a `Z`."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 Instant = Annotated[datetime, PlainSerializer(render_time, return_type=str)]

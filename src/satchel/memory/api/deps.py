@@ -25,8 +25,8 @@ class Deployment:
     search_caches: SearchCaches
 
 
-def deployment(request: Request) -> Deployment:
-    """The application's parts (set once by `create_app`)."""
+async def deployment(request: Request) -> Deployment:
+    """The application's parts (set once by `create_app`); async, so no thread is borrowed."""
     parts = request.app.state.deployment
     assert isinstance(parts, Deployment)
     return parts

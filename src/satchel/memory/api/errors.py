@@ -19,12 +19,14 @@ from starlette.exceptions import HTTPException
 
 from satchel.memory.api.bodies import BODY, Refusal
 from satchel.memory.domain import (
+    Busy,
     Conflict,
     Failed,
     Forbidden,
     Invalid,
     NotFound,
     Refused,
+    TooLarge,
     Unavailable,
 )
 
@@ -52,6 +54,8 @@ REFUSAL_STATUS: dict[type[Refused], int] = {
     Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
+    TooLarge: 413,
+    Busy: 429,
     Failed: 500,
     Unavailable: 503,
 }
@@ -101,7 +105,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_refused(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, Refused)
-        return error_response(refused_status(exc), exc.code, exc.message)
+        headers = {"Retry-After": "1"} if isinstance(exc, Busy) else None
+        return error_response(refused_status(exc), exc.code, exc.message, headers)
 
     async def on_validation(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

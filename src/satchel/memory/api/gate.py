@@ -13,8 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 from satchel.memory.api.credentials import Credentials
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.strict import Access
-from satchel.memory.store.database import autocommitting
-from satchel.memory.tokens import TOKEN_PREFIX, token_digest
+from satchel.memory.service.tokens import TOKEN_PREFIX, grant_of, token_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +116,12 @@ class Gate:
             raise rate_limited()
         self.lookups += 1
         try:
-            async with autocommitting(self.pool, LOOKUP_TIMEOUT) as conn:
-                cursor = await conn.execute(
-                    "SELECT p.id, p.name, t.id, t.access FROM tokens t "
-                    "JOIN projects p ON p.id = t.project_id "
-                    "WHERE t.digest = %s AND t.revoked_at IS NULL AND p.suspended_at IS NULL",
-                    (digest,),
-                )
-                row = await cursor.fetchone()
+            found = await grant_of(self.pool, digest, LOOKUP_TIMEOUT)
         finally:
             self.lookups -= 1
-        if row is None:
+        if found is None:
             raise unauthenticated()
-        grant = Grant(row[0], row[1], row[2], row[3] == "read_only")
+        grant = Grant(found.project_id, found.project, found.token_id, found.access == "read_only")
         self.credentials.remember(digest, grant, generation)
         return grant
 

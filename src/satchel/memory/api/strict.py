@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from satchel.memory.api.errors import ApiError, failed, invalid_body, refusal
+from satchel.memory.domain import Refused
 
 MAX_BODY_BYTES = 1 << 20
 MAX_DEPTH = 128
@@ -197,8 +198,9 @@ class StrictRoute(APIRoute):
     the published schema says it too (see `access`); its refusals are documented in the
     contract's error shape (not FastAPI's 422 validation answer, which is never served).
 
-    The app sets `request.app.state.gate`: an async callable that authenticates the request,
-    takes an admission slot, checks access, and returns the function that releases the slot.
+    The app sets `request.app.state.deployment`, whose `gate` is an async callable that
+    authenticates the request, takes an admission slot, checks access, and returns the function
+    that releases the slot.
     """
 
     def __init__(
@@ -223,17 +225,18 @@ class StrictRoute(APIRoute):
             try:
                 if access is None:
                     return await handler(strict)
-                release = await request.app.state.gate(strict, access)
+                parts = request.app.state.deployment
+                release = await parts.gate(strict, access)
                 try:
                     if model is not None:
-                        await strict.read_within(request.app.state.settings.body_timeout)
+                        await strict.read_within(parts.settings.body_timeout)
                         await strict.json()
                     return await handler(strict)
                 finally:
                     release()
             except RequestValidationError as invalid:
                 raise refusal(model, invalid.errors()) from None
-            except (ApiError, HTTPException):
+            except (ApiError, Refused, HTTPException):
                 raise
             except Exception as exc:  # answered here: past this point the connection is dropped
                 return failed(exc)

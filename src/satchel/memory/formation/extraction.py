@@ -5,11 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from satchel.memory.api.routes.records import UNRESOLVABLE
+from satchel.memory.domain import UNRESOLVABLE, Candidate, RejectedClaim, Span, StoredMessage
 from satchel.memory.store.entities import normalize
 
 CODE_VERSION = "satchel.memory.formation/1"
@@ -43,50 +42,7 @@ Allowed predicates: """
 PROMPT_ID = "extract/1:" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:12]
 
 
-@dataclass(frozen=True, slots=True)
-class Said:
-    """One stored message of the turn being formed."""
-
-    id: Any
-    ordinal: int
-    role: str
-    content: str
-    occurred_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """Where a quote is: the message, the exact text found and its UTF-8 byte range."""
-
-    message: Said
-    quote: str
-    byte_start: int
-    byte_end: int
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A claim that passed every check the turn alone can decide."""
-
-    subject: str
-    predicate: str
-    object: str
-    statement: str
-    confidence: float
-    valid_from: datetime
-    span: Span
-    cardinality: str
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """A claim not admitted, with the reason and what the model gave (bounded)."""
-
-    reason: str
-    claim: dict[str, Any]
-
-
-def prompt(messages: list[Said], predicates: list[str]) -> list[dict[str, str]]:
+def prompt(messages: list[StoredMessage], predicates: list[str]) -> list[dict[str, str]]:
     """The chat request: instructions with the vocabulary, then the turn's numbered messages."""
     turn = "\n\n".join(f"[message {m.ordinal}] {m.role}:\n{m.content}" for m in messages)
     return [
@@ -113,7 +69,7 @@ def locate(quote: str, content: str) -> tuple[int, int] | None:
     return (found.start(), found.end()) if found else None
 
 
-def find_span(quote: str, messages: list[Said], named: int | None) -> Span | None:
+def find_span(quote: str, messages: list[StoredMessage], named: int | None) -> Span | None:
     """The quote in the message the model named, else in the first message holding it."""
     ordered = sorted(messages, key=lambda m: (m.ordinal != named, m.ordinal))
     for message in ordered:
@@ -185,10 +141,12 @@ def _confidence(value: Any) -> float | None:
     return min(1.0, max(0.0, float(value)))
 
 
-def screen(claim: Any, messages: list[Said], vocabulary: dict[str, str]) -> Candidate | Refusal:
+def screen(
+    claim: Any, messages: list[StoredMessage], vocabulary: dict[str, str]
+) -> Candidate | RejectedClaim:
     """Every admission check the turn alone decides, in order; duplicates are checked on write."""
     if not isinstance(claim, dict):
-        return Refusal("malformed", bounded(claim))
+        return RejectedClaim("malformed", bounded(claim))
     kept = bounded(claim)
     subject = _text(claim.get("subject"), MAX_NAME_CHARS)
     predicate = _text(claim.get("predicate"), MAX_NAME_CHARS)
@@ -209,27 +167,27 @@ def screen(claim: Any, messages: list[Said], vocabulary: dict[str, str]) -> Cand
         or current is None
         or confidence is None
     ):
-        return Refusal("malformed", kept)
+        return RejectedClaim("malformed", kept)
     relation = predicate.lower().replace(" ", "_").replace("-", "_")
     if relation not in vocabulary:
-        return Refusal("unmapped_predicate", kept)
+        return RejectedClaim("unmapped_predicate", kept)
     first_person = normalize(subject) in FIRST_PERSON
     if not first_person and normalize(subject) in UNRESOLVABLE:
-        return Refusal("unresolvable_subject", kept)
+        return RejectedClaim("unresolvable_subject", kept)
     if normalize(obj) in UNRESOLVABLE:
-        return Refusal("unresolvable_object", kept)
+        return RejectedClaim("unresolvable_object", kept)
     span = find_span(quote, messages, named)
     if span is None:
-        return Refusal("unlocatable_quote", kept)
+        return RejectedClaim("unlocatable_quote", kept)
     if not asserted:
-        return Refusal("not_asserted", kept)
+        return RejectedClaim("not_asserted", kept)
     if not current:
-        return Refusal("not_current", kept)
+        return RejectedClaim("not_current", kept)
     if first_person and span.message.role != "user":
-        return Refusal("not_spoken_by_person", kept)
+        return RejectedClaim("not_spoken_by_person", kept)
     valid_from = _time(claim.get("valid_from"), span.message.occurred_at)
     if valid_from is None:
-        return Refusal("malformed", kept)
+        return RejectedClaim("malformed", kept)
     statement = _text(claim.get("statement"), MAX_STATEMENT_CHARS)
     subject = SPEAKER if first_person else subject
     obj = SPEAKER if normalize(obj) in FIRST_PERSON else obj

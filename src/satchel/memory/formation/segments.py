@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from satchel.memory.domain import MAX_LEVEL
 from satchel.memory.formation.model import ChatModel, ModelError
 from satchel.memory.store import segments as store
-from satchel.memory.store.contexts import MAX_LEVEL
 from satchel.memory.store.database import Conn
 
 FANOUT = 8  # turns under a level-1 segment, segments of the level below under a higher one

@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 import psycopg
 
 from satchel.memory.config import MemorySettings
+from satchel.memory.domain import Candidate, Extractor, RejectedClaim, StoredMessage
 from satchel.memory.formation.extraction import (
     CODE_VERSION,
     MAX_CLAIMS,
     PROMPT_ID,
-    Candidate,
-    Refusal,
-    Said,
     bounded,
     claims_of,
     prompt,
@@ -31,6 +29,7 @@ from satchel.memory.formation.segments import (
 )
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
 from satchel.memory.passages.index import index_passages
+from satchel.memory.service.formation import form, record_failure
 from satchel.memory.store import formation as store
 from satchel.memory.store.database import Conn
 from satchel.memory.store.log import TurnState, turn_state
@@ -58,17 +57,17 @@ class Tally:
 
 
 async def extract(
-    model: ChatModel, messages: list[Said], vocabulary: dict[str, str]
-) -> list[Candidate | Refusal]:
+    model: ChatModel, messages: list[StoredMessage], vocabulary: dict[str, str]
+) -> list[Candidate | RejectedClaim]:
     """Ask the model for the turn's claims and screen each; a bad reply is a `ModelError`."""
     reply = await model.complete_json(prompt(messages, list(vocabulary)))
     claims = claims_of(reply)
     if claims is None:
         raise ModelError("reply has no claims list")
-    outcome: list[Candidate | Refusal] = [
+    outcome: list[Candidate | RejectedClaim] = [
         screen(claim, messages, vocabulary) for claim in claims[:MAX_CLAIMS]
     ]
-    outcome += [Refusal("too_many_claims", bounded(claim)) for claim in claims[MAX_CLAIMS:]]
+    outcome += [RejectedClaim("too_many_claims", bounded(claim)) for claim in claims[MAX_CLAIMS:]]
     return outcome
 
 
@@ -100,7 +99,7 @@ class Worker:
             ModelSummarizer(self.model) if self.model else extractive_summary
         )
         self.embedder = embedder or _default_embedder()
-        self.identity = store.Identity(
+        self.extractor = Extractor(
             self.model.model if self.model else None,
             PROMPT_ID if self.model else None,
             CODE_VERSION,
@@ -166,14 +165,14 @@ class Worker:
         turns = await store.due_turns(conn, project_id, self.settings.formation_batch)
         vocabulary = await store.vocabulary(conn) if turns and self.model else {}
         for turn in turns:
-            outcome: list[Candidate | Refusal] = []
+            outcome: list[Candidate | RejectedClaim] = []
             if self.model is not None and turn.kind == "turn":
                 try:
                     outcome = await extract(
-                        self.model, await store.said_in(conn, turn.id), vocabulary
+                        self.model, await store.messages_of(conn, turn.id), vocabulary
                     )
                 except ModelError as exc:
-                    parked = await store.record_failure(
+                    parked = await record_failure(
                         conn,
                         project_id,
                         turn,
@@ -192,7 +191,7 @@ class Worker:
                         exc,
                     )
                     continue
-            formed = await store.form(conn, project_id, turn, outcome, self.identity)
+            formed = await form(conn, project_id, turn, outcome, self.extractor)
             if formed.done:
                 tally.formed += 1
                 tally.facts += formed.facts

@@ -9,7 +9,8 @@ from datetime import datetime
 from psycopg.rows import class_row
 
 from satchel.memory.store.database import Conn
-from satchel.memory.store.facts import STATUS, TOUCHING_NOW, TOUCHING_THEN, HopRow
+from satchel.memory.store.facts import STATUS
+from satchel.memory.store.hops import TOUCHING_NOW, TOUCHING_THEN, HopRow
 
 CONTEXT_BYTES = 256  # of the message on each side of a quote
 

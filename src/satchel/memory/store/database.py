@@ -107,3 +107,8 @@ async def autocommitting(
         finally:
             if not conn.closed:
                 await conn.set_autocommit(False)
+
+
+async def ping(conn: Conn) -> None:
+    """A trivial statement: it answers while the database does."""
+    await conn.execute("SELECT 1")

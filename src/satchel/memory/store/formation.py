@@ -1,4 +1,5 @@
-"""Formation in the store: claiming unformed turns, failures and parking, admitted facts."""
+"""Formation's statements: the formation lock, due turns, claiming a turn, failures and parking,
+admitted facts and rejected claims."""
 
 from __future__ import annotations
 
@@ -10,17 +11,16 @@ from typing import Any
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from satchel.memory.formation.extraction import Candidate, Refusal, Said
+from satchel.memory.domain import Candidate, Extractor, RejectedClaim, StoredMessage
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import ensure_entity, normalize
-from satchel.memory.store.facts import _supersede, lock_log
-from satchel.memory.store.log import recompute_formed
+from satchel.memory.store.facts import lock_log, supersede
 
 LOCK_NAME = "satchel.memory.formation"
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class DueTurn:
     """An observation waiting to be formed."""
 
     id: uuid.UUID
@@ -28,27 +28,6 @@ class Turn:
     data_subject_id: str | None
     kind: str
     attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """The extractor that formed a turn: model (None without one), prompt and code versions."""
-
-    model: str | None
-    prompt: str | None
-    code: str
-
-    def version(self) -> str:
-        return f"{self.model or '-'}|{self.prompt or '-'}|{self.code}"
-
-
-@dataclass(frozen=True, slots=True)
-class Formed:
-    """What forming one turn wrote (`done` is false when the turn was gone or formed already)."""
-
-    done: bool
-    facts: int = 0
-    refused: int = 0
 
 
 async def try_lock(conn: Conn, project_id: int) -> bool:
@@ -70,10 +49,10 @@ async def project_ids(conn: Conn) -> list[int]:
     return [row[0] for row in await cursor.fetchall()]
 
 
-async def due_turns(conn: Conn, project_id: int, limit: int) -> list[Turn]:
+async def due_turns(conn: Conn, project_id: int, limit: int) -> list[DueTurn]:
     """Up to `limit` of the project's turns neither formed nor parked nor waiting out a backoff,
     oldest first."""
-    async with conn.cursor(row_factory=class_row(Turn)) as cursor:
+    async with conn.cursor(row_factory=class_row(DueTurn)) as cursor:
         await cursor.execute(
             "SELECT id, log_offset, data_subject_id, kind, attempts FROM observations"
             " WHERE project_id = %s AND formed_at IS NULL AND parked_at IS NULL"
@@ -84,9 +63,9 @@ async def due_turns(conn: Conn, project_id: int, limit: int) -> list[Turn]:
         return await cursor.fetchall()
 
 
-async def said_in(conn: Conn, observation_id: uuid.UUID) -> list[Said]:
+async def messages_of(conn: Conn, observation_id: uuid.UUID) -> list[StoredMessage]:
     """The turn's messages in order."""
-    async with conn.cursor(row_factory=class_row(Said)) as cursor:
+    async with conn.cursor(row_factory=class_row(StoredMessage)) as cursor:
         await cursor.execute(
             "SELECT id, ordinal, role, content, occurred_at FROM messages"
             " WHERE observation_id = %s ORDER BY ordinal",
@@ -101,7 +80,7 @@ async def vocabulary(conn: Conn) -> dict[str, str]:
     return {name: cardinality for name, cardinality in await cursor.fetchall()}
 
 
-async def _claim(conn: Conn, project_id: int, turn: Turn) -> datetime | None:
+async def claim_turn(conn: Conn, project_id: int, turn: DueTurn) -> datetime | None:
     """Inside a transaction: lock the log, then the turn (one round trip in a pipeline); the
     transaction's time, or None when the turn is gone or formed."""
     await lock_log(conn, project_id)
@@ -114,31 +93,20 @@ async def _claim(conn: Conn, project_id: int, turn: Turn) -> datetime | None:
     return None if row is None else row[0]
 
 
-async def record_failure(
-    conn: Conn,
-    project_id: int,
-    turn: Turn,
-    error: str,
-    *,
-    backoff: float,
-    max_backoff: float,
-    attempts: int,
+async def fail_attempt(
+    conn: Conn, turn: DueTurn, error: str, *, backoff: float, max_backoff: float, attempts: int
 ) -> bool:
-    """Store a failed attempt on the turn: the error, the count and the next try (doubling from
-    `backoff` seconds), or park it after `attempts` failures. True when it was parked."""
-    async with conn.transaction():
-        if not await _claim(conn, project_id, turn):
-            return False
-        cursor = await conn.execute(
-            "UPDATE observations SET attempts = attempts + 1, last_error = %(e)s,"
-            " parked_at = CASE WHEN attempts + 1 >= %(max)s THEN now() END,"
-            " next_attempt_at = CASE WHEN attempts + 1 < %(max)s THEN now()"
-            "  + make_interval(secs => least(%(cap)s, %(base)s * power(2, attempts))) END"
-            " WHERE id = %(id)s RETURNING parked_at IS NOT NULL",
-            {"e": error, "max": attempts, "cap": max_backoff, "base": backoff, "id": turn.id},
-        )
-        row = await cursor.fetchone()
-        await recompute_formed(conn, project_id)
+    """Store a failed attempt on the claimed turn: the error, the count and the next try
+    (doubling from `backoff` seconds), or park it after `attempts` failures. True when parked."""
+    cursor = await conn.execute(
+        "UPDATE observations SET attempts = attempts + 1, last_error = %(e)s,"
+        " parked_at = CASE WHEN attempts + 1 >= %(max)s THEN now() END,"
+        " next_attempt_at = CASE WHEN attempts + 1 < %(max)s THEN now()"
+        "  + make_interval(secs => least(%(cap)s, %(base)s * power(2, attempts))) END"
+        " WHERE id = %(id)s RETURNING parked_at IS NOT NULL",
+        {"e": error, "max": attempts, "cap": max_backoff, "base": backoff, "id": turn.id},
+    )
+    row = await cursor.fetchone()
     return bool(row and row[0])
 
 
@@ -154,8 +122,8 @@ async def _duplicate(
     return await cursor.fetchone() is not None
 
 
-async def _write_fact(
-    conn: Conn, project_id: int, turn: Turn, claim: Candidate, identity: Identity, at: datetime
+async def write_fact(
+    conn: Conn, project_id: int, turn: DueTurn, claim: Candidate, extractor: Extractor, at: datetime
 ) -> bool:
     """Admit one claim as a fact citing its span; false when it duplicates a current fact."""
     subject = turn.data_subject_id
@@ -198,16 +166,16 @@ async def _write_fact(
             claim.span.quote,
             claim.span.byte_start,
             claim.span.byte_end,
-            identity.version(),
+            extractor.version(),
         ),
     )
     if claim.cardinality == "one":
-        await _supersede(conn, project_id, fact_id, turn.id, at)
+        await supersede(conn, project_id, fact_id, turn.id, at)
     return True
 
 
-async def _refuse(
-    conn: Conn, project_id: int, turn: Turn, refusal: Refusal, identity: Identity
+async def reject_claim(
+    conn: Conn, project_id: int, turn: DueTurn, rejected: RejectedClaim, extractor: Extractor
 ) -> None:
     await conn.execute(
         "INSERT INTO rejected_claims (id, project_id, data_subject_id, observation_id, reason,"
@@ -217,50 +185,24 @@ async def _refuse(
             project_id,
             turn.data_subject_id,
             turn.id,
-            refusal.reason,
-            Jsonb(refusal.claim),
-            identity.model,
+            rejected.reason,
+            Jsonb(rejected.claim),
+            extractor.model,
         ),
     )
 
 
-async def form(
-    conn: Conn,
-    project_id: int,
-    turn: Turn,
-    outcome: list[Candidate | Refusal],
-    identity: Identity,
-) -> Formed:
-    """In one transaction: admit the candidates (a duplicate is refused), store every refusal,
-    mark the turn formed by `identity`, recompute the watermark.
-
-    Pipelined, so the log lock is held for one round trip per candidate written, not one per
-    statement: the claim goes with the lock, and the turn's update and the commit go together."""
-    facts = refused = 0
-    async with conn.pipeline(), conn.transaction():
-        at = await _claim(conn, project_id, turn)
-        if at is None:
-            return Formed(False)
-        for item in outcome:
-            if isinstance(item, Candidate) and await _write_fact(
-                conn, project_id, turn, item, identity, at
-            ):
-                facts += 1
-                continue
-            if isinstance(item, Candidate):
-                item = Refusal("duplicate", _candidate_fields(item))
-            await _refuse(conn, project_id, turn, item, identity)
-            refused += 1
-        await conn.execute(
-            "UPDATE observations SET formed_at = %s, last_error = NULL, next_attempt_at = NULL,"
-            " extractor_model = %s, extractor_prompt = %s, extractor_code = %s WHERE id = %s",
-            (at, identity.model, identity.prompt, identity.code, turn.id),
-        )
-        await recompute_formed(conn, project_id)
-    return Formed(True, facts, refused)
+async def mark_formed(conn: Conn, turn: DueTurn, extractor: Extractor, at: datetime) -> None:
+    """The claimed turn is formed, at `at`, by `extractor`."""
+    await conn.execute(
+        "UPDATE observations SET formed_at = %s, last_error = NULL, next_attempt_at = NULL,"
+        " extractor_model = %s, extractor_prompt = %s, extractor_code = %s WHERE id = %s",
+        (at, extractor.model, extractor.prompt, extractor.code, turn.id),
+    )
 
 
-def _candidate_fields(claim: Candidate) -> dict[str, Any]:
+def candidate_fields(claim: Candidate) -> dict[str, Any]:
+    """What a rejected claim keeps of a candidate that duplicated a current fact."""
     return {
         "subject": claim.subject,
         "predicate": claim.predicate,
@@ -271,21 +213,21 @@ def _candidate_fields(claim: Candidate) -> dict[str, Any]:
     }
 
 
-async def unpark(conn: Conn, project: str | None) -> int:
-    """Put the parked turns (of one project by name, or of all) back in line; how many."""
-    async with conn.transaction():
-        cursor = await conn.execute(
-            "SELECT id FROM projects WHERE %(n)s::text IS NULL OR name = %(n)s ORDER BY id"
-            " FOR NO KEY UPDATE",
-            {"n": project},
-        )
-        ids = [row[0] for row in await cursor.fetchall()]
-        cursor = await conn.execute(
-            "UPDATE observations SET parked_at = NULL, attempts = 0, next_attempt_at = NULL"
-            " WHERE project_id = ANY(%s) AND parked_at IS NOT NULL",
-            (ids,),
-        )
-        count = cursor.rowcount
-        for project_id in ids:
-            await recompute_formed(conn, project_id)
-    return count
+async def lock_projects(conn: Conn, project: str | None) -> list[int]:
+    """Lock the projects (one by name, or all) against appends; their ids, oldest first."""
+    cursor = await conn.execute(
+        "SELECT id FROM projects WHERE %(n)s::text IS NULL OR name = %(n)s ORDER BY id"
+        " FOR NO KEY UPDATE",
+        {"n": project},
+    )
+    return [row[0] for row in await cursor.fetchall()]
+
+
+async def unpark_turns(conn: Conn, project_ids: list[int]) -> int:
+    """Put the parked turns of the projects back in line; how many."""
+    cursor = await conn.execute(
+        "UPDATE observations SET parked_at = NULL, attempts = 0, next_attempt_at = NULL"
+        " WHERE project_id = ANY(%s) AND parked_at IS NOT NULL",
+        (project_ids,),
+    )
+    return cursor.rowcount

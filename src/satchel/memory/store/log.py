@@ -94,7 +94,7 @@ RETRY_KEY = "retry_keys_pkey"  # the constraint a concurrent first attempt with 
 
 
 @dataclass(frozen=True, slots=True)
-class Said:
+class NewMessage:
     """One message of a turn to append: role, content, group ordinal, time (UTC)."""
 
     role: str
@@ -120,7 +120,7 @@ class NewTurn:
     observation_id: uuid.UUID
     subject: str | None
     occurred_at: datetime
-    messages: list[Said]
+    messages: list[NewMessage]
     digest: bytes | None
     fingerprint: bytes
 

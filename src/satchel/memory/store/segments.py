@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from satchel.memory.store.contexts import MAX_LEVEL, VERBATIM
+from satchel.memory.domain import MAX_LEVEL, VERBATIM
 from satchel.memory.store.database import Conn
 
 

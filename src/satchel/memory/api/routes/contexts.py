@@ -5,16 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, ClassVar
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 
 from satchel.memory.api.bodies import Answer, Body, Text
-from satchel.memory.api.errors import ApiError
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.config import MemorySettings
-from satchel.memory.store.contexts import assemble, read_only_snapshot
-from satchel.memory.store.log import freshness
+from satchel.memory.service.contexts import context
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -65,23 +64,17 @@ class Context(Answer):
     truncated: bool
 
 
-def invalid_context(message: str) -> ApiError:
-    return ApiError(400, "invalid_context", message)
-
-
 @router.post("/v1/contexts", response_model=Context, **access("read"))
 async def assemble_context(
-    body: ContextRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ContextRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Context:
-    budget: int = request.app.state.settings.recall_budget
-    if body.max_characters is not None:
-        if body.max_characters > budget:
-            raise invalid_context(f"max_characters: must be at most the server's budget, {budget}")
-        budget = body.max_characters
-    async with request.app.state.pool.connection() as conn, conn.transaction():
-        await read_only_snapshot(conn)
-        assembly = await assemble(conn, grant.project_id, body.data_subject_id, budget)
-        watermark = ContextWatermark(**await freshness(conn, grant.project_id))
+    assembly, watermark = await context(
+        parts.pool,
+        grant.project_id,
+        body.data_subject_id,
+        body.max_characters,
+        parts.settings.recall_budget,
+    )
     return Context(
         segments=[
             ContextSegment(
@@ -102,7 +95,7 @@ async def assemble_context(
             )
             for turn in assembly.turns
         ],
-        watermark=watermark,
+        watermark=ContextWatermark(**watermark),
         characters=assembly.characters,
         truncated=assembly.truncated,
     )

@@ -13,7 +13,7 @@ from satchel.memory.api.bodies import UUID_PATTERN, Answer, Body, Instant, Text,
 from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.recall import MAX_QUESTION_BYTES, QuestionRefused, terms
+from satchel.memory.service.questions import MAX_QUESTION_BYTES, QuestionRefused, terms
 from satchel.memory.spelling import MIN_LETTERS, ranked
 from satchel.memory.store.entities import (
     entities_spelled_like,

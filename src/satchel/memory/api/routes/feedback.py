@@ -17,8 +17,9 @@ from pydantic import Field
 from satchel.memory.api.bodies import Answer, Body, Instant, Text, Timestamp, Uuid, omitted
 from satchel.memory.api.errors import ApiError, not_found
 from satchel.memory.api.gate import Grant, current_grant
-from satchel.memory.api.routes.records import MAX_EVIDENCE, MAX_NAME_BYTES, MAX_STATEMENT_BYTES
+from satchel.memory.api.routes.records import MAX_NAME_BYTES, MAX_STATEMENT_BYTES
 from satchel.memory.api.strict import StrictRoute, access
+from satchel.memory.domain import MAX_EVIDENCE
 from satchel.memory.store import facts
 from satchel.memory.store import feedback as store
 from satchel.memory.store.database import Conn

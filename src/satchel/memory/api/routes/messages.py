@@ -6,20 +6,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, ClassVar
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
 from satchel.memory.api.bodies import Answer, Body, Uuid
-from satchel.memory.api.errors import ApiError, not_found
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.messages import (
-    MAX_MESSAGE_BYTES,
-    MessageChanged,
-    MessageUnavailable,
-    WindowInvalid,
-    read_window,
-)
+from satchel.memory.service.messages import message_window
+from satchel.memory.store.messages import MAX_MESSAGE_BYTES
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -81,35 +76,16 @@ class MessageWindow(Answer):
     **access("read"),
 )
 async def get_message(
-    body: MessageRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: MessageRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> MessageWindow:
-    chunk = uuid.UUID(body.chunk_id)
-    start = body.byte_start or 0
-    limit = MAX_WINDOW_BYTES if body.byte_limit is None else body.byte_limit
-    digest = body.expected_digest or None
-    if start > 0 and digest is None:
-        raise ApiError(
-            400,
-            "invalid_message_window",
-            "expected_digest: is required past byte 0 (the content_digest of the first window)",
-        )
-    try:
-        async with request.app.state.pool.connection() as conn:
-            window = await read_window(conn, grant.project_id, chunk, start, limit, digest)
-    except WindowInvalid:
-        raise ApiError(
-            400,
-            "invalid_message_window",
-            "byte_start: is past the message's end or inside a UTF-8 character",
-        ) from None
-    except MessageChanged:
-        raise ApiError(
-            409, "source_changed", "the source changed; retrieve a new initial window"
-        ) from None
-    except MessageUnavailable:
-        raise ApiError(500, "internal", "the source message could not be read") from None
-    if window is None:
-        raise not_found("message not found")
+    window = await message_window(
+        parts.pool,
+        grant.project_id,
+        uuid.UUID(body.chunk_id),
+        body.byte_start or 0,
+        MAX_WINDOW_BYTES if body.byte_limit is None else body.byte_limit,
+        body.expected_digest or None,
+    )
     answer = MessageWindow(
         chunk_id=str(window.chunk_id),
         source_id=str(window.source_id),

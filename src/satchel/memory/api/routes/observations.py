@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
-from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
 from satchel.memory.api.bodies import REQUIRED_BODY, Answer, Body, Text, Timestamp, Uuid
-from satchel.memory.api.errors import ApiError
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.log import NewTurn, Said, freshness
+from satchel.memory.service import observations
+from satchel.memory.service.observations import MAX_MESSAGES
 
 router = APIRouter(route_class=StrictRoute)
 
-MAX_MESSAGES = 64
 MAX_MESSAGE_BYTES = 65_536
-MAX_TURN_BYTES = 262_144
 
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -96,57 +92,6 @@ class Freshness(Answer):
     parked: int
 
 
-def _invalid(message: str) -> ApiError:
-    return ApiError(400, "invalid_turn", message)
-
-
-def groups_of(messages: list[ObservedMessage]) -> list[int]:
-    """The turn's rules across messages (sizes and groups); each message's group ordinal."""
-    explicit = messages[0].group_ordinal is not None
-    if any((m.group_ordinal is not None) != explicit for m in messages):
-        raise _invalid("group_ordinal must be supplied for every message or omitted for all")
-    if not explicit and any(m.role == "tool" for m in messages):
-        raise _invalid("turns containing tool messages require explicit group ordinals")
-    total = sum(len(m.content.encode("utf-8")) for m in messages)
-    if total > MAX_TURN_BYTES:
-        raise _invalid(
-            f"messages: the turn's contents hold {total} UTF-8 bytes, over {MAX_TURN_BYTES}"
-        )
-    groups: list[int] = []
-    for index, message in enumerate(messages):
-        group = message.group_ordinal if explicit else index
-        assert group is not None
-        previous = groups[-1] if groups else None
-        if (previous is None and group != 0) or (
-            previous is not None and group not in (previous, previous + 1)
-        ):
-            expected = "0" if previous is None else f"{previous} or {previous + 1}"
-            raise _invalid(
-                f"messages[{index}].group_ordinal: is {group}, must be {expected}"
-                " (groups start at 0 and rise by 0 or 1)"
-            )
-        groups.append(group)
-    return groups
-
-
-def fingerprint(scope: str, subject: str | None, messages: list[Any], groups: list[int]) -> bytes:
-    """The content a retry must repeat: scope, subject, messages; times excluded."""
-    document = {
-        "version": 2,
-        "scope": scope,
-        "data_subject_id": subject or "",
-        "messages": [
-            {"ordinal": i, "role": m.role, "content": m.content, "group_ordinal": g}
-            for i, (m, g) in enumerate(zip(messages, groups, strict=True))
-        ],
-    }
-    return hashlib.sha256(json.dumps(document, ensure_ascii=False).encode()).digest()
-
-
-def key_digest(namespace: str, key: uuid.UUID) -> bytes:
-    return hashlib.sha256(namespace.encode() + key.bytes).digest()
-
-
 @router.post(
     "/v1/observations",
     status_code=201,
@@ -154,47 +99,20 @@ def key_digest(namespace: str, key: uuid.UUID) -> bytes:
     **access("write"),
 )
 async def observe(
-    body: Observation, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: Observation, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Receipt:
-    groups = groups_of(body.messages)
-    key = uuid.UUID(body.idempotency_key) if body.idempotency_key else None
-    subject = body.data_subject_id or None
-    turn_time = body.occurred_at or datetime.now(UTC)
-    digest = key_digest("observe/v1:", key) if key else None
-    print_ = fingerprint(grant.project, subject, body.messages, groups)
-    said = [
-        Said(m.role, m.content, group, m.occurred_at or turn_time)
-        for m, group in zip(body.messages, groups, strict=True)
-    ]
-    observation_id = uuid.uuid4()
-    outcome = await request.app.state.appender.append(
+    stored = await observations.observe(
+        parts.appender,
         grant.project_id,
-        NewTurn(observation_id, subject, turn_time, said, digest, print_),
+        grant.project,
+        uuid.UUID(body.idempotency_key) if body.idempotency_key else None,
+        body.data_subject_id or None,
+        body.occurred_at,
+        body.messages,
     )
-    if isinstance(outcome, int):
-        return Receipt(id=str(observation_id), scope=grant.project, log_offset=outcome)
-    if outcome is None:
-        raise ApiError(
-            429,
-            "rate_limited",
-            "too many turns are waiting to form; retry later with the same idempotency key",
-            headers={"Retry-After": "1"},
-        )
-    if outcome.observation_id is None or outcome.fingerprint != print_:
-        raise ApiError(
-            409,
-            "idempotency_conflict",
-            "idempotency key was already used for a different or erased observation",
-        )
-    assert outcome.log_offset is not None
-    return Receipt(
-        id=str(outcome.observation_id), scope=grant.project, log_offset=outcome.log_offset
-    )
+    return Receipt(id=str(stored.observation_id), scope=grant.project, log_offset=stored.log_offset)
 
 
 @router.get("/v1/freshness", response_model=Freshness, **access("read"))
-async def get_freshness(
-    request: Request, grant: Annotated[Grant, Depends(current_grant)]
-) -> Freshness:
-    async with request.app.state.pool.connection() as conn:
-        return Freshness(**await freshness(conn, grant.project_id))
+async def get_freshness(parts: Parts, grant: Annotated[Grant, Depends(current_grant)]) -> Freshness:
+    return Freshness(**await observations.freshness_of(parts.pool, grant.project_id))

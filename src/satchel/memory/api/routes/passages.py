@@ -1,32 +1,22 @@
-"""`POST /v1/passages/search`: validated controls over the hybrid passage index.
-
-With no embedder that can run the search is refused (503 `passage_unavailable`), as the
-contract says, although full text alone could rank: a caller reading 200 would take a ranking
-by words for one by meaning. Recall, which can say so in `degraded`, still answers.
-"""
+"""`POST /v1/passages/search`: validated controls over the hybrid passage index."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 
 from satchel.memory.api.bodies import Answer, Body, Text
-from satchel.memory.api.deps import deployment
-from satchel.memory.api.errors import ApiError
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.passages import query_embedder
-from satchel.memory.passages.search import search_passages
-from satchel.memory.store.database import autocommitting, spare_connection
-from satchel.memory.store.passage_scope import Scope
+from satchel.memory.service import passages
+from satchel.memory.service.passages import DEFAULT_LIMIT
 
 router = APIRouter(route_class=StrictRoute)
 
-DEFAULT_LIMIT = 10
 MAX_LIMIT = 32
 MAX_CANDIDATES = 1000
 MAX_QUESTION_BYTES = 8192
@@ -84,60 +74,14 @@ class PassagePage(Answer):
     passages: list[Passage]
 
 
-@dataclass(frozen=True, slots=True)
-class PassageQuery:
-    """A search the index can run: a question and bounded controls (0 candidates: exact)."""
-
-    question: str
-    limit: int
-    candidates: int
-    subject: str
-    role: str
-
-
-def query_of(body: PassageRequest) -> PassageQuery:
-    """The contract's bounds on a passage search, or 400 `invalid_passage_query`."""
-    limit = DEFAULT_LIMIT if body.limit is None else body.limit
-    candidates = body.candidates or 0
-    if 0 < candidates < limit:
-        raise ApiError(
-            400,
-            "invalid_passage_query",
-            f"candidates: is {candidates}, must be 0 or at least limit ({limit})",
-        )
-    return PassageQuery(
-        body.question, limit, candidates, body.data_subject_id or "", body.source_role or ""
+@router.post("/v1/passages/search", response_model=PassagePage, **access("read"))
+async def passages_search(
+    body: PassageRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
+) -> PassagePage:
+    query = passages.query_of(
+        body.question, body.limit, body.candidates, body.data_subject_id, body.source_role
     )
-
-
-def unavailable() -> ApiError:
-    return ApiError(
-        503, "passage_unavailable", "no embedding model can run: passage search needs one"
-    )
-
-
-async def search(request: Request, grant: Grant, query: PassageQuery) -> PassagePage:
-    """Run `query` in the grant's project over the passage index, or 503 `passage_unavailable`
-    when no embedder can read the question."""
-    embedder = await query_embedder()
-    if embedder is None:
-        raise unavailable()
-    scope = Scope(grant.project_id, query.subject, (query.role,) if query.role else ())
-    pool = request.app.state.pool
-    async with autocommitting(pool) as conn, spare_connection(pool) as spare:
-        found = await search_passages(
-            conn,
-            scope,
-            query.question,
-            limit=query.limit,
-            candidates=query.candidates,
-            exact=query.candidates == 0,
-            embedder=embedder,
-            caches=deployment(request).search_caches,
-            spare=spare,
-        )
-    if not found.embedded:
-        raise unavailable()
+    found = await passages.search(parts.pool, grant.project_id, query, parts.search_caches)
     return PassagePage(
         generation_id=found.generation_id,
         through_offset=found.through_offset,
@@ -161,10 +105,3 @@ async def search(request: Request, grant: Grant, query: PassageQuery) -> Passage
             for hit in found.hits
         ],
     )
-
-
-@router.post("/v1/passages/search", response_model=PassagePage, **access("read"))
-async def passages_search(
-    body: PassageRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
-) -> PassagePage:
-    return await search(request, grant, query_of(body))

@@ -1,75 +1,38 @@
 """Recall: anchor a question on known entities (exact names, else similar spellings), walk facts
-1..2 hops, charge a character budget."""
+1..2 hops, add passages of observed turns, charge a character budget."""
 
 from __future__ import annotations
 
 import asyncio
-import unicodedata
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from psycopg_pool import AsyncConnectionPool
+
+from satchel.memory.domain import Invalid
+from satchel.memory.passages import query_embedder
 from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.embedder import Embedder
 from satchel.memory.passages.search import search_passages
-from satchel.memory.spelling import WINDOW, offered, ranked
+from satchel.memory.service.questions import QuestionRefused, terms, written
+from satchel.memory.spelling import offered, ranked
 from satchel.memory.store.citations import Evidence, facts_touching
-from satchel.memory.store.database import Conn
+from satchel.memory.store.database import Conn, autocommitting, spare_connection
 from satchel.memory.store.entities import Entity, entities_named, entities_spelled_like, normalize
-from satchel.memory.store.facts import HopRow
+from satchel.memory.store.hops import HopRow
 from satchel.memory.store.passage_scope import Scope
 
 SURFACES = ("facts", "reports", "passages")
-MAX_QUESTION_BYTES = 8_192
-MAX_TERMS = 512
-MAX_TERM_BYTES = 32_768
 MAX_ANCHORS = 256
 FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
 MAX_PASSAGES = 8
 PASSAGE_CANDIDATES = 40  # per ranking (full text, vectors): enough to choose 8 from
 MAX_SIMILAR = 4  # anchors found by a similar spelling, when no name matched exactly
 SIMILAR_PER_WINDOW = 64  # entities sharing a window's spelling key that are scored
-
-
-class QuestionRefused(ValueError):
-    """The question cannot be recalled on (blank, too long, too many terms or names)."""
-
-
-def written(question: str) -> list[str]:
-    """Words as written: split on whitespace and punctuation (but ' and -), trimmed of ' and -."""
-    found: list[str] = []
-    current: list[str] = []
-    for char in [*question, " "]:
-        if char.isspace() or (unicodedata.category(char).startswith("P") and char not in "'-"):
-            word = "".join(current).strip("'-")
-            if word:
-                found.append(word)
-            current = []
-        else:
-            current.append(char)
-    return found
-
-
-def words(question: str) -> list[str]:
-    """The question's words, normalized (lowercase)."""
-    return [normalize(word) for word in written(question)]
-
-
-def terms(question: str) -> list[str]:
-    """Every run of 1..4 consecutive words, distinct, by start then length."""
-    split = words(question)
-    found: dict[str, None] = {}
-    for start in range(len(split)):
-        for length in range(1, WINDOW + 1):
-            if start + length <= len(split):
-                found.setdefault(" ".join(split[start : start + length]))
-        if len(found) > MAX_TERMS:
-            raise QuestionRefused(f"question has more than {MAX_TERMS} distinct terms")
-    if sum(len(term.encode("utf-8")) for term in found) > MAX_TERM_BYTES:
-        raise QuestionRefused(f"question terms exceed {MAX_TERM_BYTES} UTF-8 bytes")
-    return list(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +57,53 @@ class Ask:
     as_known_at: datetime | None
     controls: Controls
     surfaces_named: bool
+
+
+def controls_of(
+    max_characters: int | None,
+    source_roles: Sequence[str] | None,
+    hops: int | None,
+    surfaces: Sequence[str] | None,
+    themes: bool | None,
+    *,
+    budget: int,
+    max_rows: int,
+) -> Controls:
+    """The effective controls: defaults filled in, the budget checked, hops clamped to 1..2."""
+    if max_characters is not None and max_characters > budget:
+        raise Invalid(
+            f"max_characters: must be at most the server's budget, {budget}",
+            "invalid_recall_controls",
+        )
+    return Controls(
+        max_characters=budget if max_characters is None else max_characters,
+        max_rows=max_rows,
+        source_roles=list(source_roles or ["user"]),
+        hops=min(2, max(1, hops or 1)),
+        surfaces=list(surfaces or SURFACES),
+        themes=bool(themes),
+    )
+
+
+def ask_of(
+    question: str,
+    data_subject_id: str | None,
+    as_of: datetime | None,
+    as_known_at: datetime | None,
+    controls: Controls,
+    *,
+    surfaces_named: bool,
+) -> Ask:
+    """One recall of `question`: of one person when a subject is given, true `as_of` (default
+    now) as known `as_known_at` (default now)."""
+    return Ask(
+        question=question,
+        data_subject_id=data_subject_id or None,
+        as_of=as_of or datetime.now(UTC),
+        as_known_at=as_known_at,
+        controls=controls,
+        surfaces_named=surfaces_named,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +364,19 @@ async def _passages(
             )
         )
     return passages, found.embedded
+
+
+async def answer(
+    pool: AsyncConnectionPool, project_id: int, ask: Ask, caches: SearchCaches
+) -> Bundle:
+    """Answer `ask` in the project, its passages searched beside the facts on a spare connection
+    when the pool has one; a question recall cannot read is `invalid_question`."""
+    embedder = await query_embedder() if "passages" in ask.controls.surfaces else None
+    try:
+        async with autocommitting(pool) as conn, spare_connection(pool) as spare:
+            return await recall(conn, project_id, ask, embedder, spare, caches=caches)
+    except QuestionRefused as refused:
+        raise Invalid(f"question: {refused}", "invalid_question") from None
 
 
 async def recall(

@@ -1,0 +1,84 @@
+"""Formation's use cases: form one claimed turn, record a failed attempt, unpark turns; each one
+transaction that first checks the turn is still unformed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from satchel.memory.domain import Candidate, Extractor, RejectedClaim
+from satchel.memory.store import formation as store
+from satchel.memory.store.database import Conn
+from satchel.memory.store.log import recompute_formed
+
+
+@dataclass(frozen=True, slots=True)
+class Formed:
+    """What forming one turn wrote (`done` is false when the turn was gone or formed already)."""
+
+    done: bool
+    facts: int = 0
+    refused: int = 0
+
+
+async def record_failure(
+    conn: Conn,
+    project_id: int,
+    turn: store.DueTurn,
+    error: str,
+    *,
+    backoff: float,
+    max_backoff: float,
+    attempts: int,
+) -> bool:
+    """Store a failed attempt on the turn: the error, the count and the next try (doubling from
+    `backoff` seconds), or park it after `attempts` failures. True when it was parked."""
+    async with conn.transaction():
+        if not await store.claim_turn(conn, project_id, turn):
+            return False
+        parked = await store.fail_attempt(
+            conn, turn, error, backoff=backoff, max_backoff=max_backoff, attempts=attempts
+        )
+        await recompute_formed(conn, project_id)
+    return parked
+
+
+async def form(
+    conn: Conn,
+    project_id: int,
+    turn: store.DueTurn,
+    outcome: list[Candidate | RejectedClaim],
+    extractor: Extractor,
+) -> Formed:
+    """In one transaction: admit the candidates (a duplicate is rejected), store every rejected
+    claim, mark the turn formed by `extractor`, recompute the watermark.
+
+    Pipelined, so the log lock is held for one round trip per candidate written, not one per
+    statement: the claim goes with the lock, and the turn's update and the commit go together."""
+    facts = refused = 0
+    async with conn.pipeline(), conn.transaction():
+        at = await store.claim_turn(conn, project_id, turn)
+        if at is None:
+            return Formed(False)
+        for item in outcome:
+            if isinstance(item, Candidate) and await store.write_fact(
+                conn, project_id, turn, item, extractor, at
+            ):
+                facts += 1
+                continue
+            if isinstance(item, Candidate):
+                item = RejectedClaim("duplicate", store.candidate_fields(item))
+            await store.reject_claim(conn, project_id, turn, item, extractor)
+            refused += 1
+        await store.mark_formed(conn, turn, extractor, at)
+        await recompute_formed(conn, project_id)
+    return Formed(True, facts, refused)
+
+
+async def unpark(conn: Conn, project: str | None) -> int:
+    """Put the parked turns (of one project by name, or of all) back in line; how many."""
+    async with conn.transaction():
+        ids = await store.lock_projects(conn, project)
+        count = await store.unpark_turns(conn, ids)
+        for project_id in ids:
+            await recompute_formed(conn, project_id)
+    return count
