@@ -23,8 +23,9 @@ class Deployment:
     gate: Gate
 
 
-def deployment(request: Request) -> Deployment:
-    """The application's parts (set once by `create_app`)."""
+async def deployment(request: Request) -> Deployment:
+    """The application's parts (set once by `create_app`); a coroutine, so FastAPI calls it on
+    the event loop rather than in its thread pool."""
     parts = request.app.state.deployment
     assert isinstance(parts, Deployment)
     return parts

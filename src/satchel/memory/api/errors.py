@@ -19,12 +19,15 @@ from starlette.exceptions import HTTPException
 
 from satchel.memory.api.bodies import BODY, Refusal
 from satchel.memory.domain import (
+    AllowanceFull,
     Conflict,
     Failed,
     Forbidden,
     Invalid,
     NotFound,
     Refused,
+    TooLarge,
+    TooLargeToAnswer,
     Unavailable,
 )
 
@@ -52,6 +55,9 @@ REFUSAL_STATUS: dict[type[Refused], int] = {
     Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
+    TooLarge: 413,
+    TooLargeToAnswer: 422,
+    AllowanceFull: 429,
     Failed: 500,
     Unavailable: 503,
 }

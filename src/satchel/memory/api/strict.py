@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from satchel.memory.api.errors import ApiError, failed, invalid_body, refusal
+from satchel.memory.domain import Refused
 
 MAX_BODY_BYTES = 1 << 20
 MAX_DEPTH = 128
@@ -233,7 +234,7 @@ class StrictRoute(APIRoute):
                     release()
             except RequestValidationError as invalid:
                 raise refusal(model, invalid.errors()) from None
-            except (ApiError, HTTPException):
+            except (ApiError, HTTPException, Refused):
                 raise
             except Exception as exc:  # answered here: past this point the connection is dropped
                 return failed(exc)
