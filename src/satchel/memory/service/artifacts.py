@@ -38,22 +38,22 @@ class Allowance:
         )
 
 
-def conflict() -> Conflict:
+def _conflict() -> Conflict:
     return Conflict(
         "artifact identity or version conflicts; inspect the current object", "artifact_conflict"
     )
 
 
-def missing() -> NotFound:
+def _missing() -> NotFound:
     return NotFound("artifact not found")
 
 
-def full(reason: str) -> AllowanceFull:
+def _full(reason: str) -> AllowanceFull:
     # No Retry-After: waiting frees nothing; deleting artifacts or a larger allowance does.
     return AllowanceFull(f"artifact allowance is full: {reason}", "storage_capacity")
 
 
-def digest(write: ArtifactWrite) -> bytes:
+def _digest(write: ArtifactWrite) -> bytes:
     """The write's fingerprint: SHA-256 over the length-prefixed subject, kind, name and content."""
     hasher = hashlib.sha256()
     for part in (write.subject.encode(), write.kind.encode(), write.name.encode(), write.content):
@@ -62,7 +62,7 @@ def digest(write: ArtifactWrite) -> bytes:
     return hasher.digest()
 
 
-def retry_key(artifact_id: uuid.UUID) -> bytes:
+def _retry_key(artifact_id: uuid.UUID) -> bytes:
     """The artifact's key in the project's retry keyspace (apart from observation keys)."""
     return hashlib.sha256(f"artifact/v1:{artifact_id}".encode()).digest()
 
@@ -78,12 +78,12 @@ async def _admit(
     if not creating and grown <= 0:
         return
     if after > allowance.object_bytes:
-        raise full(f"one artifact may hold {allowance.object_bytes} bytes")
+        raise _full(f"one artifact may hold {allowance.object_bytes} bytes")
     objects, held = await artifacts.usage(conn, project_id)
     if creating and objects + 1 > allowance.objects:
-        raise full(f"the project may hold {allowance.objects} artifacts")
+        raise _full(f"the project may hold {allowance.objects} artifacts")
     if held + grown > allowance.total_bytes:
-        raise full(f"the project's artifacts may hold {allowance.total_bytes} bytes")
+        raise _full(f"the project's artifacts may hold {allowance.total_bytes} bytes")
 
 
 async def put(
@@ -106,21 +106,21 @@ async def put(
     async with pool.connection() as conn, conn.transaction():
         await artifacts.lock(conn, project_id, write.id)
         found = await artifacts.current(conn, project_id, write.id)
-        fingerprint = digest(write)
+        fingerprint = _digest(write)
         replayed = False
         if found is None:
             if write.expected_version is not None:
-                raise missing()
+                raise _missing()
             await _admit(conn, project_id, allowance, None, len(write.content))
-            key = retry_key(write.id)
+            key = _retry_key(write.id)
             if await artifacts.used(conn, project_id, write.id, key):
-                raise conflict()
+                raise _conflict()
             await artifacts.create(conn, project_id, principal, write, fingerprint, key)
         elif found.subject != write.subject or found.kind != write.kind:
-            raise conflict()
+            raise _conflict()
         elif write.expected_version is None:
             if found.creation_digest != fingerprint:
-                raise conflict()
+                raise _conflict()
             replayed = True
         elif write.expected_version == found.version:
             await _admit(conn, project_id, allowance, found.bytes, len(write.content))
@@ -128,7 +128,7 @@ async def put(
         elif write.expected_version == found.previous_version and found.last_digest == fingerprint:
             replayed = True
         else:
-            raise conflict()
+            raise _conflict()
         return await artifacts.metadata(conn, project_id, write.id), replayed
 
 
@@ -139,7 +139,7 @@ async def get(
     async with pool.connection() as conn:
         found = await artifacts.get(conn, project_id, artifact_id, subject)
     if found is None:
-        raise missing()
+        raise _missing()
     return found
 
 
@@ -179,8 +179,8 @@ async def delete(
         await artifacts.lock(conn, project_id, artifact_id)
         found = await artifacts.live_version(conn, project_id, artifact_id, subject)
         if found is None:
-            raise missing()
+            raise _missing()
         stored, source = found
         if stored != version:
-            raise conflict()
-        await artifacts.remove(conn, project_id, artifact_id, source, retry_key(artifact_id))
+            raise _conflict()
+        await artifacts.remove(conn, project_id, artifact_id, source, _retry_key(artifact_id))

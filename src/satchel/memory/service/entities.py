@@ -55,7 +55,7 @@ class Purged:
     completed_at: datetime
 
 
-def missing() -> NotFound:
+def _missing() -> NotFound:
     return NotFound("entity not found")
 
 
@@ -72,7 +72,7 @@ async def get(pool: AsyncConnectionPool, project_id: int, entity_id: uuid.UUID) 
     async with pool.connection() as conn:
         found = await entity_of(conn, project_id, entity_id)
     if found is None:
-        raise missing()
+        raise _missing()
     return found
 
 
@@ -132,5 +132,5 @@ async def purge(
     async with pool.connection() as conn:
         purged = await _purge(conn, project_id, entity_id, confirm=confirm)
     if purged is None:
-        raise missing()
+        raise _missing()
     return purged

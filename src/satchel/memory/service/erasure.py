@@ -18,7 +18,7 @@ ATTEMPTS = 3
 MAX_EXPORT_ROWS = 50_000
 
 
-def scope_of(project_id: int, subject: str | None, ids: list[str] | None, code: str) -> Scope:
+def _scope_of(project_id: int, subject: str | None, ids: list[str] | None, code: str) -> Scope:
     """Exactly one of a subject (blank counts as none) or observation ids, else `Invalid`:
     `no_subject` for neither, `code` for both."""
     subject = subject if subject and subject.strip() else None
@@ -46,7 +46,7 @@ async def erase(
     A change that locked a fact of the scope before asking for the project's row (a correction)
     can deadlock with the erasure; PostgreSQL then aborts one side, and the erasure starts over.
     """
-    scope = scope_of(project_id, subject, ids, "invalid_erasure")
+    scope = _scope_of(project_id, subject, ids, "invalid_erasure")
     async with pool.connection() as conn:
         for attempt in range(1, ATTEMPTS + 1):
             try:
@@ -63,7 +63,7 @@ async def export_rows(
 ) -> tuple[Scope, dict[str, list[Any]]]:
     """A subject's or the observations `ids`' rows per kind, read in one snapshot; refused past
     `MAX_EXPORT_ROWS`."""
-    scope = scope_of(project_id, subject, ids, "invalid_export")
+    scope = _scope_of(project_id, subject, ids, "invalid_export")
     async with pool.connection() as conn, conn.transaction():
         kinds = await export.snapshot(conn, scope)
         if await export.row_count(conn, scope, kinds) > MAX_EXPORT_ROWS:

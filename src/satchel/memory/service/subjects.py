@@ -17,24 +17,24 @@ from satchel.memory.store import subjects
 from satchel.memory.store.subjects import Fields
 
 
-def conflict() -> Conflict:
+def _conflict() -> Conflict:
     return Conflict(
         "subject reference, retry or version conflicts; inspect the current entry",
         "subject_conflict",
     )
 
 
-def missing() -> NotFound:
+def _missing() -> NotFound:
     return NotFound("subject not found")
 
 
-def fingerprint(fields: Fields) -> bytes:
+def _fingerprint(fields: Fields) -> bytes:
     """What a retry must repeat: SHA-256 of the fields under the registry's namespace."""
     document = json.dumps(["subject/v1", fields.external_reference, fields.label])
     return hashlib.sha256(document.encode()).digest()
 
 
-def key_digest(key: uuid.UUID) -> bytes:
+def _key_digest(key: uuid.UUID) -> bytes:
     """The registration key's digest (its own namespace in the retry keyspace)."""
     return hashlib.sha256(f"subject-registration/v1:{key}".encode()).digest()
 
@@ -50,23 +50,23 @@ async def register(
 ) -> tuple[RegisteredSubject, bool]:
     """A new subject, or the one this key registered before (a replay); else a conflict."""
     fields = Fields(external_reference, label)
-    digest = fingerprint(fields)
-    keyed = key_digest(key)
+    digest = _fingerprint(fields)
+    keyed = _key_digest(key)
     async with pool.connection() as conn, conn.transaction():
         await subjects.lock_registration(conn, project_id, key)
         found = await subjects.registered(conn, project_id, keyed)
         if found is not None:
             requested, subject = found
             if requested != digest:
-                raise conflict()
+                raise _conflict()
             return subject, True
         if await subjects.key_kept(conn, project_id, keyed):
-            raise conflict()
+            raise _conflict()
         subject_id = uuid.uuid4()
         if not await subjects.insert(
             conn, project_id, principal, subject_id, keyed, fields, digest
         ):
-            raise conflict()
+            raise _conflict()
         await subjects.keep_key(conn, project_id, keyed, digest)
         created = await subjects.by_id(conn, project_id, subject_id)
         assert created is not None
@@ -83,7 +83,7 @@ async def get(
         else:
             found = await subjects.by_reference(conn, project_id, reference)
     if found is None:
-        raise missing()
+        raise _missing()
     return found
 
 
@@ -108,22 +108,22 @@ async def update(
 ) -> tuple[RegisteredSubject, bool]:
     """Replace the fields at `expected_version`; an identical retry of the last update replays."""
     fields = Fields(external_reference, label)
-    digest = fingerprint(fields)
+    digest = _fingerprint(fields)
     async with pool.connection() as conn, conn.transaction():
         found = await subjects.versions(conn, project_id, subject_id)
         if found is None:
-            raise missing()
+            raise _missing()
         version, previous, last = found
         if version != expected_version:
             if previous != expected_version or last != digest:
-                raise conflict()
+                raise _conflict()
             replayed = True
         else:
             replayed = False
             if not await subjects.overwrite(
                 conn, project_id, principal, subject_id, fields, digest
             ):
-                raise conflict()
+                raise _conflict()
         current = await subjects.by_id(conn, project_id, subject_id)
         assert current is not None
         return current, replayed

@@ -13,6 +13,7 @@ from satchel.memory.api.bodies import UUID_PATTERN, Answer, Body, Instant, Text,
 from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
+from satchel.memory.domain import NotFound
 from satchel.memory.recall import MAX_QUESTION_BYTES
 from satchel.memory.service import entities
 
@@ -215,7 +216,7 @@ async def purge(
     body: PurgeBody, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> PurgeAnswer:
     if not re.fullmatch(UUID_PATTERN, body.id):
-        raise entities.missing()  # a value that is no UUID names none of the project's entities
+        raise NotFound("entity not found")  # a value that is no UUID names no entity
     purged = await entities.purge(
         parts.pool, grant.project_id, uuid.UUID(body.id), confirm=bool(body.confirm)
     )
