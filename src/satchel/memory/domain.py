@@ -5,6 +5,7 @@ imports nothing of satchel."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -125,6 +126,18 @@ class Failed(Refused):
     default_code = "internal"
 
 
+class TooLargeToAnswer(Refused):
+    """What the request asks for is more than one answer may carry (422)."""
+
+    default_code = "too_large"
+
+
+class AllowanceFull(Refused):
+    """The project's allowance has no room for this write; waiting frees none (429)."""
+
+    default_code = "storage_capacity"
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     """One stored message of the turn being formed."""
@@ -178,3 +191,49 @@ class Extractor:
 
     def version(self) -> str:
         return f"{self.model or '-'}|{self.prompt or '-'}|{self.code}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredArtifact:
+    """An artifact without its bytes."""
+
+    id: uuid.UUID
+    version: uuid.UUID
+    subject: str
+    kind: str
+    name: str
+    source_observation_id: uuid.UUID
+    bytes: int
+    authored_by: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredSubject:
+    """A subject of the registry: its id, version, external reference ("" for none) and label."""
+
+    id: uuid.UUID
+    version: uuid.UUID
+    external_reference: str
+    label: str
+    updated_by: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A report that a record is wrong: what was said about which record, by whom, and its
+    promotion once made."""
+
+    id: uuid.UUID
+    fact_id: uuid.UUID
+    note: str
+    proposed_object: str | None
+    recorded_by: uuid.UUID
+    recorded_at: datetime
+    promoted_by: uuid.UUID | None
+    promoted_at: datetime | None
+    replacement_record_id: uuid.UUID | None

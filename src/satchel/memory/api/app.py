@@ -78,8 +78,6 @@ def create_app(
         gate=gate,
         search_caches=SearchCaches(),
     )
-    app.state.pool = pool  # still read by the routes not yet on `Deployment`
-    app.state.settings = settings
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 
 from satchel.memory.api.bodies import BODY, Refusal
 from satchel.memory.domain import (
+    AllowanceFull,
     Busy,
     Conflict,
     Failed,
@@ -27,6 +28,7 @@ from satchel.memory.domain import (
     NotFound,
     Refused,
     TooLarge,
+    TooLargeToAnswer,
     Unavailable,
 )
 
@@ -56,6 +58,8 @@ REFUSAL_STATUS: dict[type[Refused], int] = {
     Conflict: 409,
     TooLarge: 413,
     Busy: 429,
+    TooLargeToAnswer: 422,
+    AllowanceFull: 429,
     Failed: 500,
     Unavailable: 503,
 }

@@ -1,20 +1,12 @@
-"""Entity purge: withdraw one entity and the facts standing on it, keeping the turns' words.
-
-A purge is for the system's own mistake (a name read as an entity that is not one, two people
-merged into one), not for a person's data: the observations and messages stay, so the evidence of
-the mistake stays. The preview is the purge itself, run in full and rolled back, so what a caller
-approves is exactly what a confirmed call does.
-"""
+"""Entity purge's statements: withdraw one entity and the facts standing on it, keeping the
+turns' words (observations and messages stay). Each runs inside the caller's transaction."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from satchel.memory.store.database import Conn
-from satchel.memory.store.facts import lock_log
 
 # The facts whose subject or object is the entity.
 ON_ENTITY = (
@@ -54,21 +46,6 @@ CLAIMANTS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Purged:
-    """What a purge did (or, previewed, would do): rows removed and left per kind, who it cost."""
-
-    entity_id: uuid.UUID
-    canonical_name: str
-    previewed: bool
-    removed: dict[str, int]
-    residual: dict[str, int]
-    contributing_subjects: int
-    claims_from_unattributed_turns: int
-    source_turns_kept: int
-    completed_at: datetime
-
-
 async def _one(conn: Conn, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
     cursor = await conn.execute(sql, params)
     row = await cursor.fetchone()
@@ -76,37 +53,33 @@ async def _one(conn: Conn, sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row)
 
 
-async def purge_entity(
-    conn: Conn, project_id: int, entity_id: uuid.UUID, *, confirm: bool
-) -> Purged | None:
-    """Purge the project's entity `entity_id` (None when it has none), committed only when
-    `confirm`ed; otherwise the same transaction is rolled back."""
-    params = {"p": project_id, "e": entity_id}
-    async with conn.transaction(force_rollback=not confirm):
-        # The project's log lock first, as erasures, corrections and appends take it, so a purge
-        # waits for them (and they for it) instead of deadlocking.
-        await lock_log(conn, project_id)
-        cursor = await conn.execute(
-            "SELECT name FROM entities WHERE project_id = %(p)s AND id = %(e)s FOR UPDATE", params
-        )
-        found = await cursor.fetchone()
-        if found is None:
-            return None
-        subjects, unattributed, turns = await _one(conn, CLAIMANTS, params)
-        for sql in DETACH:
-            await conn.execute(sql, params)
-        removed: dict[str, int] = {}
-        for kind, sql in REMOVE:
-            removed[kind] = (await conn.execute(sql, params)).rowcount
-        residual = {kind: (await _one(conn, sql, params))[0] for kind, sql in RESIDUAL}
-    return Purged(
-        entity_id=entity_id,
-        canonical_name=found[0],
-        previewed=not confirm,
-        removed=removed,
-        residual=residual,
-        contributing_subjects=subjects,
-        claims_from_unattributed_turns=unattributed,
-        source_turns_kept=turns,
-        completed_at=datetime.now(UTC),
+async def lock_entity(conn: Conn, project_id: int, entity_id: uuid.UUID) -> str | None:
+    """The name of the project's entity `entity_id`, its row locked; None when it has none."""
+    cursor = await conn.execute(
+        "SELECT name FROM entities WHERE project_id = %(p)s AND id = %(e)s FOR UPDATE",
+        {"p": project_id, "e": entity_id},
     )
+    found = await cursor.fetchone()
+    return None if found is None else str(found[0])
+
+
+async def claimants(conn: Conn, project_id: int, entity_id: uuid.UUID) -> tuple[int, int, int]:
+    """Whom withdrawing the entity costs: distinct people behind its facts, its facts from turns
+    of nobody, and the turns its facts came from."""
+    subjects, unattributed, turns = await _one(conn, CLAIMANTS, {"p": project_id, "e": entity_id})
+    return subjects, unattributed, turns
+
+
+async def withdraw(
+    conn: Conn, project_id: int, entity_id: uuid.UUID
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Delete the entity and the facts standing on it (cutting what refers to them first);
+    the rows removed per kind, and those still referring to it afterwards."""
+    params = {"p": project_id, "e": entity_id}
+    for sql in DETACH:
+        await conn.execute(sql, params)
+    removed: dict[str, int] = {}
+    for kind, sql in REMOVE:
+        removed[kind] = (await conn.execute(sql, params)).rowcount
+    residual = {kind: (await _one(conn, sql, params))[0] for kind, sql in RESIDUAL}
+    return removed, residual

@@ -1,4 +1,4 @@
-"""Erasure: delete every row derived from a subject or from chosen observations, in one go."""
+"""Erasure's statements: delete every row derived from a subject or from chosen observations."""
 
 from __future__ import annotations
 
@@ -6,15 +6,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from psycopg import errors
 from psycopg.types.json import Jsonb
 
 from satchel.memory.store.database import Conn
 from satchel.memory.store.derived import SOURCES, Kind, Scope, kinds_for, mark
 from satchel.memory.store.log import recompute_formed
 from satchel.memory.store.terms import counted_subjects, recount
-
-ATTEMPTS = 3
 
 # The order rows go in: feedback and evidence before facts, facts before the entities they name,
 # everything before the observations whose deletion would otherwise cascade.
@@ -83,47 +80,33 @@ async def _delete(conn: Conn, kind: Kind, scope: Scope) -> int:
 
 
 async def erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
-    """Erase `scope` in one transaction; idempotency keys of erased turns stay as tombstones.
-
-    The project's row is locked first, so no turn of the scope can be appended meanwhile. A
-    change that locked a fact of the scope before asking for that row (a correction) can
-    deadlock with it; PostgreSQL then aborts one side, and the erasure starts over.
-    """
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            return await _erase(conn, scope, reason)
-        except errors.DeadlockDetected:
-            if attempt == ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
-
-
-async def _erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
-    async with conn.transaction():
-        await conn.execute(
-            "SELECT 1 FROM projects WHERE id = %s FOR NO KEY UPDATE", (scope.project_id,)
-        )
-        await mark(conn, scope)
-        kinds = {kind.name: kind for kind in kinds_for(scope)}
-        touched: list[str] = []
-        if "message" in kinds:
-            touched = await counted_subjects(conn, kinds["message"].where, scope.params())
-        deleted: dict[str, int] = {}
-        for name in ORDER:
-            if name in kinds:
-                deleted[name] = await _delete(conn, kinds[name], scope)
-        await recount(conn, scope.project_id, touched)
-        residual = {
-            name: await _count(conn, kind.select("count(*)"), scope)
-            for name, kind in kinds.items()
-            if name != "observation"
-        }
-        await recompute_formed(conn, scope.project_id)
-        cursor = await conn.execute(
-            "INSERT INTO erasures (id, project_id, reason, deleted, residual)"
-            " VALUES (%s, %s, %s, %s, %s) RETURNING id, completed_at",
-            (uuid.uuid4(), scope.project_id, reason, Jsonb(deleted), Jsonb(residual)),
-        )
-        row = await cursor.fetchone()
+    """Delete the scope's rows kind by kind, recount what is left and write the receipt, inside
+    the caller's transaction. The project's row is locked first, so no turn of the scope can be
+    appended meanwhile."""
+    await conn.execute(
+        "SELECT 1 FROM projects WHERE id = %s FOR NO KEY UPDATE", (scope.project_id,)
+    )
+    await mark(conn, scope)
+    kinds = {kind.name: kind for kind in kinds_for(scope)}
+    touched: list[str] = []
+    if "message" in kinds:
+        touched = await counted_subjects(conn, kinds["message"].where, scope.params())
+    deleted: dict[str, int] = {}
+    for name in ORDER:
+        if name in kinds:
+            deleted[name] = await _delete(conn, kinds[name], scope)
+    await recount(conn, scope.project_id, touched)
+    residual = {
+        name: await _count(conn, kind.select("count(*)"), scope)
+        for name, kind in kinds.items()
+        if name != "observation"
+    }
+    await recompute_formed(conn, scope.project_id)
+    cursor = await conn.execute(
+        "INSERT INTO erasures (id, project_id, reason, deleted, residual)"
+        " VALUES (%s, %s, %s, %s, %s) RETURNING id, completed_at",
+        (uuid.uuid4(), scope.project_id, reason, Jsonb(deleted), Jsonb(residual)),
+    )
+    row = await cursor.fetchone()
     assert row is not None
     return Erased(row[0], row[1], deleted, residual)

@@ -1,4 +1,5 @@
-"""Export: every row derived from a subject or from chosen observations, as raw JSON rows."""
+"""Export's statements: every row derived from a subject or from chosen observations, as raw JSON
+rows, read inside the caller's transaction."""
 
 from __future__ import annotations
 
@@ -7,13 +8,8 @@ from typing import Any
 from satchel.memory.store.database import Conn
 from satchel.memory.store.derived import Kind, Scope, kinds_for, mark
 
-MAX_EXPORT_ROWS = 50_000
 # Columns derived for search, not the person's data (and large): left out of exported rows.
 DERIVED_COLUMNS = {"message": ("embedding", "search_text")}
-
-
-class ExportTooLarge(Exception):
-    """The scope holds more rows than one export may carry."""
 
 
 def _row(kind: Kind) -> str:
@@ -24,24 +20,30 @@ def _row(kind: Kind) -> str:
     )
 
 
-async def export(conn: Conn, scope: Scope) -> dict[str, list[Any]]:
-    """The scope's rows per kind, read in one snapshot; raises ExportTooLarge past the cap."""
-    async with conn.transaction():
-        await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        await mark(conn, scope)
-        kinds = kinds_for(scope)
-        total = 0
-        for kind in kinds:
-            cursor = await conn.execute(kind.select("count(*)"), scope.params())
-            row = await cursor.fetchone()
-            assert row is not None
-            total += row[0]
-        if total > MAX_EXPORT_ROWS:
-            raise ExportTooLarge(total)
-        sections: dict[str, list[Any]] = {}
-        for kind in kinds:
-            cursor = await conn.execute(
-                f"{kind.select(_row(kind))} ORDER BY {kind.order}", scope.params()
-            )
-            sections[kind.name] = [row[0] for row in await cursor.fetchall()]
-    return sections
+async def snapshot(conn: Conn, scope: Scope) -> tuple[Kind, ...]:
+    """Make the transaction read one snapshot and mark the scope; the kinds it covers."""
+    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    await mark(conn, scope)
+    return kinds_for(scope)
+
+
+async def row_count(conn: Conn, scope: Scope, kinds: tuple[Kind, ...]) -> int:
+    """How many rows of `kinds` the scope holds."""
+    total = 0
+    for kind in kinds:
+        cursor = await conn.execute(kind.select("count(*)"), scope.params())
+        row = await cursor.fetchone()
+        assert row is not None
+        total += row[0]
+    return total
+
+
+async def sections(conn: Conn, scope: Scope, kinds: tuple[Kind, ...]) -> dict[str, list[Any]]:
+    """The scope's rows per kind, each kind's in its order."""
+    found: dict[str, list[Any]] = {}
+    for kind in kinds:
+        cursor = await conn.execute(
+            f"{kind.select(_row(kind))} ORDER BY {kind.order}", scope.params()
+        )
+        found[kind.name] = [row[0] for row in await cursor.fetchall()]
+    return found

@@ -1,34 +1,20 @@
-"""Feedback rows: reports about a record, their pages (newest first) and their promotion mark."""
+"""Feedback rows: reports about a record, their pages (newest first) and their promotion mark.
+Each statement runs inside the caller's transaction, if any."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 
 from psycopg.rows import class_row
 
+from satchel.memory.domain import Feedback
 from satchel.memory.store.database import Conn
 
 COLUMNS = (
     "id, fact_id, note, proposed_object, recorded_by, recorded_at, promoted_by, promoted_at,"
     " replacement_record_id"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Feedback:
-    """One report: what was said about which record, by whom, and its promotion once made."""
-
-    id: uuid.UUID
-    fact_id: uuid.UUID
-    note: str
-    proposed_object: str | None
-    recorded_by: uuid.UUID
-    recorded_at: datetime
-    promoted_by: uuid.UUID | None
-    promoted_at: datetime | None
-    replacement_record_id: uuid.UUID | None
 
 
 async def record(

@@ -7,26 +7,19 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, ClassVar, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 
 from satchel.memory.api.bodies import BODY, Answer, Base64, Body, Refusal, Text, Uuid
-from satchel.memory.api.errors import ApiError, not_found
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store import artifacts
-from satchel.memory.store.artifacts import (
-    MAX_ARTIFACT_BYTES,
-    Allowance,
-    ArtifactConflict,
-    ArtifactMissing,
-    ArtifactWrite,
-    Metadata,
-    StorageCapacity,
-)
+from satchel.memory.domain import StoredArtifact
+from satchel.memory.service import artifacts
 
 router = APIRouter(route_class=StrictRoute)
 
+MAX_ARTIFACT_BYTES = 512 * 1024
 MAX_SUBJECT_BYTES = 1024
 MAX_NAME_BYTES = 256
 DEFAULT_PAGE = 20
@@ -115,19 +108,7 @@ class ArtifactDeleted(Answer):
     deleted: bool
 
 
-def conflict() -> ApiError:
-    return ApiError(
-        409,
-        "artifact_conflict",
-        "artifact identity or version conflicts; inspect the current object",
-    )
-
-
-def missing() -> ApiError:
-    return not_found("artifact not found")
-
-
-def metadata(item: Metadata) -> dict[str, object]:
+def metadata(item: StoredArtifact) -> dict[str, object]:
     return {
         "id": str(item.id),
         "version": str(item.version),
@@ -145,41 +126,30 @@ def metadata(item: Metadata) -> dict[str, object]:
 
 @router.post("/v1/artifacts/put", response_model=ArtifactWritten, **access("write"))
 async def put_artifact(
-    body: ArtifactPutRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ArtifactPutRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ArtifactWritten:
-    expected = uuid.UUID(body.expected_version) if body.expected_version else None
-    write = ArtifactWrite(
-        uuid.UUID(body.id), body.data_subject_id, body.kind, body.name or "", body.content, expected
+    stored, replayed = await artifacts.put(
+        parts.pool,
+        parts.settings,
+        grant.project_id,
+        grant.token_id,
+        uuid.UUID(body.id),
+        subject=body.data_subject_id,
+        kind=body.kind,
+        name=body.name or "",
+        content=body.content,
+        expected_version=uuid.UUID(body.expected_version) if body.expected_version else None,
     )
-    settings = request.app.state.settings
-    allowance = Allowance(
-        settings.artifact_object_bytes, settings.artifact_bytes, settings.artifact_objects
-    )
-    try:
-        async with request.app.state.pool.connection() as conn:
-            stored, replayed = await artifacts.put(
-                conn, grant.project_id, grant.token_id, write, allowance
-            )
-    except ArtifactConflict:
-        raise conflict() from None
-    except ArtifactMissing:
-        raise missing() from None
-    except StorageCapacity as full:
-        # No Retry-After: waiting frees nothing; deleting artifacts or a larger allowance does.
-        raise ApiError(429, "storage_capacity", f"artifact allowance is full: {full}") from None
     return ArtifactWritten.model_validate({**metadata(stored), "replayed": replayed})
 
 
 @router.post("/v1/artifacts/get", response_model=Artifact, **access("read"))
 async def get_artifact(
-    body: ArtifactGetRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ArtifactGetRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Artifact:
-    identity = uuid.UUID(body.id)
-    async with request.app.state.pool.connection() as conn:
-        found = await artifacts.get(conn, grant.project_id, identity, body.data_subject_id or None)
-    if found is None:
-        raise missing()
-    item, content = found
+    item, content = await artifacts.get(
+        parts.pool, grant.project_id, uuid.UUID(body.id), body.data_subject_id or None
+    )
     return Artifact.model_validate(
         {**metadata(item), "content": base64.b64encode(content).decode("ascii")}
     )
@@ -192,20 +162,18 @@ async def get_artifact(
     **access("read"),
 )
 async def list_artifacts(
-    body: ArtifactListRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ArtifactListRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ArtifactPage:
     limit = body.limit or DEFAULT_PAGE
-    after = uuid.UUID(body.after) if body.after else None
-    async with request.app.state.pool.connection() as conn:
-        found = await artifacts.page(
-            conn,
-            grant.project_id,
-            subject=body.data_subject_id or None,
-            kind=body.kind or None,
-            name_prefix=body.name_prefix or None,
-            after=after,
-            limit=limit,
-        )
+    found = await artifacts.page(
+        parts.pool,
+        grant.project_id,
+        subject=body.data_subject_id or None,
+        kind=body.kind or None,
+        name_prefix=body.name_prefix or None,
+        after=uuid.UUID(body.after) if body.after else None,
+        limit=limit,
+    )
     answer = ArtifactPage(
         artifacts=[ArtifactMetadata.model_validate(metadata(item)) for item in found[:limit]]
     )
@@ -216,17 +184,13 @@ async def list_artifacts(
 
 @router.post("/v1/artifacts/delete", response_model=ArtifactDeleted, **access("write"))
 async def delete_artifact(
-    body: ArtifactDeleteRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ArtifactDeleteRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ArtifactDeleted:
-    identity = uuid.UUID(body.id)
-    version = uuid.UUID(body.expected_version)
-    try:
-        async with request.app.state.pool.connection() as conn:
-            await artifacts.delete(
-                conn, grant.project_id, identity, version, body.data_subject_id or None
-            )
-    except ArtifactConflict:
-        raise conflict() from None
-    except ArtifactMissing:
-        raise missing() from None
+    await artifacts.delete(
+        parts.pool,
+        grant.project_id,
+        uuid.UUID(body.id),
+        uuid.UUID(body.expected_version),
+        body.data_subject_id or None,
+    )
     return ArtifactDeleted(deleted=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, ClassVar
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 
 from satchel.memory.api.bodies import (
@@ -18,19 +18,16 @@ from satchel.memory.api.bodies import (
     interval,
     omitted,
 )
-from satchel.memory.api.errors import ApiError, not_found
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.routes.records import Retracted, retraction_answer
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.citations import Evidence, cited, evidence_page, largest_source
-from satchel.memory.store.facts import retraction_of
+from satchel.memory.service import citations
 
 router = APIRouter(route_class=StrictRoute)
 
 DEFAULT_EVIDENCE = 8
 MAX_EVIDENCE = 32
-MAX_SOURCE_BYTES = 256 * 1024
-MAX_STATEMENT_BYTES = 64 * 1024
 
 
 Position = Annotated[Int64, Field(ge=0)]
@@ -115,48 +112,39 @@ def _after(after: EvidenceAfter | None) -> tuple[uuid.UUID, int, int] | None:
     return uuid.UUID(after.source_observation_id), after.source_ordinal, after.byte_start
 
 
-def _evidence(row: Evidence) -> CitedEvidence:
-    window = row.window()
-    return CitedEvidence(
-        authored_by=None if row.authored_by is None else str(row.authored_by),
-        source_observation_id=str(row.observation_id),
-        source_ordinal=row.source_ordinal,
-        log_offset=row.log_offset,
-        role=row.role or "",
-        occurred_at=row.occurred_at,
-        quote=row.quote,
-        byte_start=row.byte_start,
-        byte_end=row.byte_end,
-        extractor_version=row.extractor_version or "",
-        context=window.text,
-        context_byte_start=window.start,
-        context_byte_end=window.end,
-        context_complete=window.complete,
-    )
-
-
 @router.post("/v1/citations/resolve", response_model=Citation, **access("read"))
 async def resolve(
-    body: CitationBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: CitationBody, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> Citation:
-    fact_id = uuid.UUID(body.id)
-    after = _after(body.after)
-    limit = body.limit or DEFAULT_EVIDENCE
-    async with request.app.state.pool.connection() as conn:
-        fact = await cited(conn, grant.project_id, fact_id)
-        if fact is None:
-            raise not_found("record not found")
-        if (
-            len(fact.statement.encode()) > MAX_STATEMENT_BYTES
-            or await largest_source(conn, fact_id) > MAX_SOURCE_BYTES
-        ):
-            raise ApiError(
-                422, "citation_limit", "the record or one of its sources is too large to cite"
+    found = await citations.resolve(
+        parts.pool,
+        grant.project_id,
+        uuid.UUID(body.id),
+        _after(body.after),
+        body.limit or DEFAULT_EVIDENCE,
+    )
+    fact, last, retraction = found.fact, found.last, found.retraction
+    evidence = []
+    for row in found.evidence:
+        window = row.window()
+        evidence.append(
+            CitedEvidence(
+                authored_by=None if row.authored_by is None else str(row.authored_by),
+                source_observation_id=str(row.observation_id),
+                source_ordinal=row.source_ordinal,
+                log_offset=row.log_offset,
+                role=row.role or "",
+                occurred_at=row.occurred_at,
+                quote=row.quote,
+                byte_start=row.byte_start,
+                byte_end=row.byte_end,
+                extractor_version=row.extractor_version or "",
+                context=window.text,
+                context_byte_start=window.start,
+                context_byte_end=window.end,
+                context_complete=window.complete,
             )
-        rows = await evidence_page(conn, fact_id, after, limit + 1)
-        retraction = await retraction_of(conn, fact_id)
-    page = rows[:limit]
-    last = page[-1] if len(rows) > limit else None
+        )
     return Citation(
         version=str(fact.version),
         retraction=retraction_answer(retraction) if retraction else None,
@@ -178,7 +166,7 @@ async def resolve(
         valid=interval(fact.valid_from, fact.valid_until),
         known=interval(fact.known_from, fact.known_until),
         status=fact.status,
-        evidence=[_evidence(row) for row in page],
+        evidence=evidence,
         next=(
             EvidenceNext(
                 source_observation_id=str(last.observation_id),

@@ -6,22 +6,16 @@ import re
 import uuid
 from typing import Annotated, ClassVar
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import Field
 
 from satchel.memory.api.bodies import UUID_PATTERN, Answer, Body, Instant, Text, Uuid, omitted
-from satchel.memory.api.errors import ApiError, not_found
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.service.questions import MAX_QUESTION_BYTES, QuestionRefused, terms
-from satchel.memory.spelling import MIN_LETTERS, ranked
-from satchel.memory.store.entities import (
-    entities_spelled_like,
-    entity_count,
-    entity_of,
-    entity_page,
-)
-from satchel.memory.store.entity_purge import purge_entity
+from satchel.memory.domain import NotFound
+from satchel.memory.service import entities
+from satchel.memory.service.questions import MAX_QUESTION_BYTES
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -141,12 +135,11 @@ def _preview(name: str) -> tuple[str, int, bool]:
 
 @router.post("/v1/entities/list", response_model=ListAnswer, **access("read"))
 async def list_entities(
-    body: ListBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ListBody, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ListAnswer:
     limit = body.limit or DEFAULT_PAGE
     after = uuid.UUID(body.after.id) if body.after is not None else None
-    async with request.app.state.pool.connection() as conn:
-        rows = await entity_page(conn, grant.project_id, after, limit + 1)
+    rows = await entities.page(parts.pool, grant.project_id, after, limit + 1)
     page = rows[:limit]
     listed = []
     for row in page:
@@ -168,12 +161,9 @@ async def list_entities(
 
 @router.post("/v1/entities/get", response_model=EntityAnswer, **access("read"))
 async def get_entity(
-    body: GetBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: GetBody, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> EntityAnswer:
-    async with request.app.state.pool.connection() as conn:
-        found = await entity_of(conn, grant.project_id, uuid.UUID(body.id))
-    if found is None:
-        raise not_found("entity not found")
+    found = await entities.get(parts.pool, grant.project_id, uuid.UUID(body.id))
     return EntityAnswer(
         id=str(found.id),
         identity_kind=found.kind,
@@ -185,22 +175,17 @@ async def get_entity(
 
 @router.post("/v1/entities/candidates", response_model=CandidatesAnswer, **access("read"))
 async def entity_candidates(
-    body: CandidatesBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: CandidatesBody, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> CandidatesAnswer:
-    try:
-        windows = terms(body.question)
-    except QuestionRefused as refused:
-        raise ApiError(400, "invalid_entity_candidate_query", f"question: {refused}") from None
-    windows = [w for w in windows if sum(c.isalpha() for c in w) >= MIN_LETTERS]
-    scored = body.candidates or None
-    async with request.app.state.pool.connection() as conn:
-        found = await entities_spelled_like(conn, grant.project_id, None, windows, scored)
-        target_count = await entity_count(conn, grant.project_id)
-    per_window: dict[str, int] = {}
-    for window, _ in found:
-        per_window[window] = per_window.get(window, 0) + 1
+    found = await entities.candidates(
+        parts.pool,
+        grant.project_id,
+        body.question,
+        body.limit or DEFAULT_CANDIDATES,
+        body.candidates or None,
+    )
     candidates = []
-    for similar in ranked(found)[: body.limit or DEFAULT_CANDIDATES]:
+    for similar in found.similar:
         preview, size, cut = _preview(similar.entity.name)
         candidates.append(
             Candidate(
@@ -214,9 +199,9 @@ async def entity_candidates(
         )
     return CandidatesAnswer(
         generation_id=GENERATION,
-        target_count=target_count,
+        target_count=found.target_count,
         build_state="built",
-        approximate=scored is not None and any(n >= scored for n in per_window.values()),
+        approximate=found.approximate,
         candidates=candidates,
     )
 
@@ -228,16 +213,13 @@ async def entity_candidates(
     **access("write"),
 )
 async def purge(
-    body: PurgeBody, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: PurgeBody, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> PurgeAnswer:
     if not re.fullmatch(UUID_PATTERN, body.id):
-        raise not_found("entity not found")
-    async with request.app.state.pool.connection() as conn:
-        purged = await purge_entity(
-            conn, grant.project_id, uuid.UUID(body.id), confirm=bool(body.confirm)
-        )
-    if purged is None:
-        raise not_found("entity not found")
+        raise NotFound("entity not found")  # a value that is no UUID names no entity
+    purged = await entities.purge(
+        parts.pool, grant.project_id, uuid.UUID(body.id), confirm=bool(body.confirm)
+    )
     return PurgeAnswer(
         entity_id=str(purged.entity_id),
         canonical_name=purged.canonical_name,

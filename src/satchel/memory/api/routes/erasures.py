@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any, ClassVar
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
 from satchel.memory.api.bodies import NOT_BLANK, Answer, Body, Text, Uuid, exactly_one, rfc3339
-from satchel.memory.api.errors import ApiError
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store.derived import Scope
-from satchel.memory.store.erasure import erase
-from satchel.memory.store.export import ExportTooLarge, export
+from satchel.memory.service import erasure
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -76,22 +73,6 @@ class ExportAnswer(Answer):
     rows: dict[str, int]
 
 
-def scope_of(grant: Grant, subject: str | None, ids: list[str] | None, code: str) -> Scope:
-    """Exactly one of a subject or observation ids, else 400 (`no_subject`, or `code`)."""
-    subject = subject if subject and subject.strip() else None
-    if subject is None and not ids:
-        raise ApiError(
-            400, "no_subject", "data_subject_id or source_observation_ids: one is required"
-        )
-    if subject is not None and ids:
-        raise ApiError(
-            400, code, "data_subject_id and source_observation_ids: give one of them, not both"
-        )
-    if ids:
-        return Scope(grant.project_id, None, tuple(dict.fromkeys(uuid.UUID(text) for text in ids)))
-    return Scope(grant.project_id, subject)
-
-
 @router.post(
     "/v1/erasures",
     response_model=ErasureReceipt,
@@ -99,11 +80,15 @@ def scope_of(grant: Grant, subject: str | None, ids: list[str] | None, code: str
     **access("write"),
 )
 async def erasures(
-    body: ErasureRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ErasureRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ErasureReceipt:
-    scope = scope_of(grant, body.data_subject_id, body.source_observation_ids, "invalid_erasure")
-    async with request.app.state.pool.connection() as conn:
-        erased = await erase(conn, scope, body.reason)
+    scope, erased = await erasure.erase(
+        parts.pool,
+        grant.project_id,
+        body.data_subject_id,
+        body.source_observation_ids,
+        body.reason,
+    )
     completed_at = rfc3339(erased.completed_at)
     assert completed_at is not None
     return ErasureReceipt(
@@ -125,16 +110,11 @@ async def erasures(
     **access("read"),
 )
 async def exports(
-    body: ExportRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: ExportRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ExportAnswer:
-    scope = scope_of(grant, body.data_subject_id, body.source_observation_ids, "invalid_export")
-    async with request.app.state.pool.connection() as conn:
-        try:
-            sections = await export(conn, scope)
-        except ExportTooLarge:
-            raise ApiError(
-                422, "export_too_large", "the export holds more rows than one answer may carry"
-            ) from None
+    scope, sections = await erasure.export_rows(
+        parts.pool, grant.project_id, body.data_subject_id, body.source_observation_ids
+    )
     return ExportAnswer(
         scope=grant.project,
         data_subject_id=scope.subject or "",

@@ -6,15 +6,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, ClassVar
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
 from satchel.memory.api.bodies import NOT_BLANK, Answer, Body, Text, Uuid, exactly_one
-from satchel.memory.api.errors import ApiError, not_found
+from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
-from satchel.memory.store import subjects
-from satchel.memory.store.subjects import Fields, Subject, SubjectConflict, SubjectMissing
+from satchel.memory.domain import Invalid, RegisteredSubject
+from satchel.memory.service import subjects
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -92,15 +92,7 @@ class SubjectPage(Answer):
     next: SubjectCursor | None = None
 
 
-def conflict() -> ApiError:
-    return ApiError(
-        409,
-        "subject_conflict",
-        "subject reference, retry or version conflicts; inspect the current entry",
-    )
-
-
-def managed(subject: Subject) -> dict[str, object]:
+def managed(subject: RegisteredSubject) -> dict[str, object]:
     """The answer's fields; `external_reference` only when there is one (omitted otherwise).
 
     Subjects never become inactive here, so `inactive_after` is always null.
@@ -126,17 +118,16 @@ def managed(subject: Subject) -> dict[str, object]:
     **access("write"),
 )
 async def register_subject(
-    body: SubjectRegisterRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: SubjectRegisterRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> SubjectWrite:
-    key = uuid.UUID(body.idempotency_key)
-    fields = Fields(body.external_reference or "", body.label or "")
-    try:
-        async with request.app.state.pool.connection() as conn:
-            subject, replayed = await subjects.register(
-                conn, grant.project_id, grant.token_id, key, fields
-            )
-    except SubjectConflict:
-        raise conflict() from None
+    subject, replayed = await subjects.register(
+        parts.pool,
+        grant.project_id,
+        grant.token_id,
+        uuid.UUID(body.idempotency_key),
+        external_reference=body.external_reference or "",
+        label=body.label or "",
+    )
     return SubjectWrite.model_validate({**managed(subject), "replayed": replayed})
 
 
@@ -147,19 +138,15 @@ async def register_subject(
     **access("read"),
 )
 async def get_subject(
-    body: SubjectGetRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: SubjectGetRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> ManagedSubject:
     identity = body.id or ""
     reference = body.external_reference or ""
     if bool(identity) == bool(reference):
-        raise ApiError(400, "invalid_subject", "id or external_reference: give exactly one of them")
-    async with request.app.state.pool.connection() as conn:
-        if identity:
-            found = await subjects.by_id(conn, grant.project_id, uuid.UUID(identity))
-        else:
-            found = await subjects.by_reference(conn, grant.project_id, reference)
-    if found is None:
-        raise not_found("subject not found")
+        raise Invalid("id or external_reference: give exactly one of them", "invalid_subject")
+    found = await subjects.get(
+        parts.pool, grant.project_id, uuid.UUID(identity) if identity else None, reference
+    )
     return ManagedSubject.model_validate(managed(found))
 
 
@@ -170,12 +157,11 @@ async def get_subject(
     **access("read"),
 )
 async def list_subjects(
-    body: SubjectListRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: SubjectListRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> SubjectPage:
     limit = body.limit or DEFAULT_PAGE
     after = uuid.UUID(body.after) if body.after else None
-    async with request.app.state.pool.connection() as conn:
-        found = await subjects.page(conn, grant.project_id, after, limit)
+    found = await subjects.page(parts.pool, grant.project_id, after, limit)
     answer = SubjectPage(
         subjects=[ManagedSubject.model_validate(managed(item)) for item in found[:limit]]
     )
@@ -191,18 +177,15 @@ async def list_subjects(
     **access("write"),
 )
 async def update_subject(
-    body: SubjectUpdateRequest, request: Request, grant: Annotated[Grant, Depends(current_grant)]
+    body: SubjectUpdateRequest, parts: Parts, grant: Annotated[Grant, Depends(current_grant)]
 ) -> SubjectWrite:
-    identity = uuid.UUID(body.id)
-    version = uuid.UUID(body.expected_version)
-    fields = Fields(body.external_reference or "", body.label or "")
-    try:
-        async with request.app.state.pool.connection() as conn:
-            subject, replayed = await subjects.update(
-                conn, grant.project_id, grant.token_id, identity, version, fields
-            )
-    except SubjectConflict:
-        raise conflict() from None
-    except SubjectMissing:
-        raise not_found("subject not found") from None
+    subject, replayed = await subjects.update(
+        parts.pool,
+        grant.project_id,
+        grant.token_id,
+        uuid.UUID(body.id),
+        uuid.UUID(body.expected_version),
+        external_reference=body.external_reference or "",
+        label=body.label or "",
+    )
     return SubjectWrite.model_validate({**managed(subject), "replayed": replayed})
