@@ -11,7 +11,7 @@ from satchel.sift.bounded import bounded_result
 from satchel.sift.events import TrimEvent
 from satchel.sift.hysteresis import plan_batch
 from satchel.sift.messages import (
-    Message,
+    ChatMessage,
     call_arguments,
     call_name,
     content_text,
@@ -32,7 +32,7 @@ MIN_SHARE_CHARS = 400
 class Pass:
     """The outcome of one sift pass."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     sources: list[int]
     """History index of each message; a receipt points at its step's assistant message."""
     events: list[TrimEvent] = field(default_factory=list)
@@ -78,9 +78,9 @@ class Sifter:
     def __init__(self, settings: SiftSettings, sizer: Sizer) -> None:
         self.settings = settings
         self.size = sizer
-        self._receipts: dict[str, Message] = {}
-        self._drafts: dict[str, tuple[Message, str, tuple[Artifact, ...]]] = {}
-        self._bounded: dict[str, tuple[Message, int, Message]] = {}
+        self._receipts: dict[str, ChatMessage] = {}
+        self._drafts: dict[str, tuple[ChatMessage, str, tuple[Artifact, ...]]] = {}
+        self._bounded: dict[str, tuple[ChatMessage, int, ChatMessage]] = {}
 
     def run(self, transcript: Transcript, cut: Cut, state: SiftState, extra_tokens: int) -> Pass:
         """Sift `transcript` without the units in `cut`, updating `state`.
@@ -197,7 +197,7 @@ class Sifter:
                     sources.append(index)
         return first_index
 
-    def _step_size(self, messages: Sequence[Message], unit: Unit, state: SiftState) -> int:
+    def _step_size(self, messages: Sequence[ChatMessage], unit: Unit, state: SiftState) -> int:
         size = self.size(messages[unit.start])
         for index in range(unit.start + 1, unit.end):
             size += self.size(self._shown(messages[index], state))
@@ -309,7 +309,7 @@ class Sifter:
         return saved
 
     def _long_results(
-        self, messages: Sequence[Message], unit: Unit, state: SiftState
+        self, messages: Sequence[ChatMessage], unit: Unit, state: SiftState
     ) -> list[tuple[int, Mapping[str, Any]]]:
         """Results of a step longer than the bound and not bounded yet, with their calls."""
         found: list[tuple[int, Mapping[str, Any]]] = []
@@ -329,7 +329,7 @@ class Sifter:
         return found
 
     def _bound(
-        self, result: Message, call: Mapping[str, Any], state: SiftState, done: Pass
+        self, result: ChatMessage, call: Mapping[str, Any], state: SiftState, done: Pass
     ) -> None:
         """Show a result bounded from now on, its full output going to the store."""
         call_id = str(call.get("id"))
@@ -390,7 +390,7 @@ class Sifter:
         receipt = self._receipt(unit.step.id, text)
         return self._step_size(transcript.messages, unit, state) > self.size(receipt)
 
-    def _kept(self, assistant: Message) -> bool:
+    def _kept(self, assistant: ChatMessage) -> bool:
         """Whether a step calls one of the `kept_tools`, so it is never evicted."""
         kept = self.settings.kept_tools
         return bool(kept) and any(call_name(call) in kept for call in tool_calls(assistant))
@@ -440,7 +440,7 @@ class Sifter:
         return False
 
     def _draft(
-        self, messages: Sequence[Message], unit: Unit, prefix: str
+        self, messages: Sequence[ChatMessage], unit: Unit, prefix: str
     ) -> tuple[str, tuple[Artifact, ...]]:
         """The receipt text of a step and the artifacts its outputs go to."""
         assert unit.step is not None
@@ -473,21 +473,21 @@ class Sifter:
         self._drafts[unit.step.id] = (assistant, receipt, tuple(artifacts))
         return receipt, tuple(artifacts)
 
-    def _receipt(self, step_id: str, text: str) -> Message:
+    def _receipt(self, step_id: str, text: str) -> ChatMessage:
         cached = self._receipts.get(step_id)
         if cached is not None and cached["content"] == text:
             return cached
-        receipt: Message = {"role": "assistant", "content": text}
+        receipt: ChatMessage = {"role": "assistant", "content": text}
         self._receipts[step_id] = receipt
         return receipt
 
-    def _shown(self, message: Message, state: SiftState) -> Message:
+    def _shown(self, message: ChatMessage, state: SiftState) -> ChatMessage:
         """A result as this pass shows it: bounded when its call id is bounded."""
         if message.get("tool_call_id") in state.bounded:
             return self._bounded_message(message, state)
         return message
 
-    def _bounded_message(self, message: Message, state: SiftState) -> Message:
+    def _bounded_message(self, message: ChatMessage, state: SiftState) -> ChatMessage:
         call_id = str(message.get("tool_call_id"))
         limit = state.limits.get(call_id, self.settings.bounded_chars)
         cached = self._bounded.get(call_id)
