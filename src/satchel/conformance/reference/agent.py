@@ -1,18 +1,11 @@
-"""The reference integration: a minimal agent loop with no framework, over the shared turn policy.
-
-Unchanged it passes every conformance case; each switch in `satchel.conformance.breaks` breaks
-exactly one rule, so the suite can be shown to catch it. `python -m satchel.conformance.reference
-[--break NAME]` is its driver; `--list-breaks` prints every switch and the rule it breaks.
-"""
+"""The reference agent loop: no framework, over the shared turn policy, with a stubbed model."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from satchel.integrations import driver
 from satchel.integrations.core import AgentMemory
 from satchel.integrations.driver import (
     DriverMessage,
@@ -171,40 +164,3 @@ async def run_turn(
     report.model_messages = model.first
     report.observed = client.observed
     return report
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """The driver: the reference integration, or one of its broken variants, on stdio."""
-    from satchel.conformance.breaks import BREAKS
-
-    parser = argparse.ArgumentParser(
-        prog="python -m satchel.conformance.reference",
-        description="The reference integration's conformance driver.",
-    )
-    parser.add_argument(
-        "--break",
-        dest="broken",
-        metavar="NAME",
-        choices=[b.name for b in BREAKS],
-        help="break one rule (see --list-breaks)",
-    )
-    parser.add_argument(
-        "--list-breaks", action="store_true", help="print each switch and the rule it breaks"
-    )
-    arguments = parser.parse_args(argv)
-    if arguments.list_breaks:
-        for switch in BREAKS:
-            print(f"{switch.name}\t{switch.rule}")
-        return
-    chosen = next((b for b in BREAKS if b.name == arguments.broken), None)
-    agent_type = chosen.agent if chosen else ReferenceAgent
-    memory_type = chosen.memory if chosen else AgentMemory
-
-    async def run(instruction: Instruction) -> Report:
-        return await run_turn(instruction, agent_type, memory_type)
-
-    driver.main(run)
-
-
-if __name__ == "__main__":
-    main()

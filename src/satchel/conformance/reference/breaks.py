@@ -16,7 +16,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from satchel.conformance.reference import ReferenceAgent
+from satchel.conformance.reference.agent import ReferenceAgent
 from satchel.integrations.core import AgentMemory, MemoryStoreFailed, observed_messages
 from satchel.integrations.driver import DriverMessage
 from satchel.memory.client import MemoryServiceError
