@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 
-from satchel.sift import ContextSift, Message, SiftSettings, estimate_tokens
+from satchel.sift import ChatMessage, ContextSift, SiftSettings, estimate_tokens
 from satchel.sift.langchain import LangChainSift, to_openai_message
 
 PLACEHOLDER = "[cleared]"
@@ -38,9 +38,9 @@ class Sizes:
     """`estimate_tokens` per message object, remembered (messages never change)."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[Message, int]] = {}
+        self._known: dict[int, tuple[ChatMessage, int]] = {}
 
-    def __call__(self, message: Message) -> int:
+    def __call__(self, message: ChatMessage) -> int:
         hit = self._known.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
@@ -49,7 +49,7 @@ class Sizes:
         return size
 
 
-def note_message(note: str | None) -> list[Message]:
+def note_message(note: str | None) -> list[ChatMessage]:
     """The per-call note as the message every strategy appends last."""
     return [{"role": "user", "content": note}] if note else []
 
@@ -74,16 +74,16 @@ class Windowed:
         self._prefix = [0]
         """Tokens of `history[:i]`, unedited."""
 
-    def edited(self, history: Sequence[Message], start: int) -> list[Message]:
+    def edited(self, history: Sequence[ChatMessage], start: int) -> list[ChatMessage]:
         """The head and `history[start:]` as sent (after any edit)."""
         return list(history[:HEAD]) + list(history[start:])
 
-    def modelled(self, history: Sequence[Message], start: int) -> int:
+    def modelled(self, history: Sequence[ChatMessage], start: int) -> int:
         """Tokens of `edited(history, start)`, computed cheaply for the start search."""
         prefix = self._prefix
         return prefix[HEAD] + prefix[len(history)] - prefix[start]
 
-    def __call__(self, history: Sequence[Message], note: str | None) -> list[Message]:
+    def __call__(self, history: Sequence[ChatMessage], note: str | None) -> list[ChatMessage]:
         while len(self._prefix) <= len(history):
             self._prefix.append(self._prefix[-1] + self.size(history[len(self._prefix) - 1]))
         sent = self.edited(history, self.start)
@@ -96,7 +96,7 @@ class Windowed:
                 sent = self.edited(history, start)
         return sent + note_message(note)
 
-    def _new_start(self, history: Sequence[Message]) -> int:
+    def _new_start(self, history: Sequence[ChatMessage]) -> int:
         """The earliest step boundary whose request fits the target (half the room after the
         head with hysteresis, else the room); failing that the whole room; failing that the last
         boundary."""
@@ -122,7 +122,7 @@ class SlidingWindow(Windowed):
     key = "sliding_plain"
     hysteresis = False
 
-    def __call__(self, history: Sequence[Message], note: str | None) -> list[Message]:
+    def __call__(self, history: Sequence[ChatMessage], note: str | None) -> list[ChatMessage]:
         self.start = HEAD
         return super().__call__(history, note)
 
@@ -170,12 +170,12 @@ class ToolResultClearing(Windowed):
     ) -> None:
         super().__init__(tools, ceiling, note_reserve)
         self.parameters = parameters
-        self._placeholders: dict[str, Message] = {}
+        self._placeholders: dict[str, ChatMessage] = {}
         self.cleared: set[str] = set()
         """Call ids whose results are cleared for good."""
         self.activations = 0
 
-    def placeholder(self, result: Message) -> Message:
+    def placeholder(self, result: ChatMessage) -> ChatMessage:
         """The cleared form of a tool result (one object per call, so its bytes are stable)."""
         call_id = str(result.get("tool_call_id"))
         if call_id not in self._placeholders:
@@ -186,7 +186,7 @@ class ToolResultClearing(Windowed):
             }
         return self._placeholders[call_id]
 
-    def plan(self, sent: Sequence[Message]) -> tuple[set[str], int]:
+    def plan(self, sent: Sequence[ChatMessage]) -> tuple[set[str], int]:
         """The call ids cleared in the sent request (the sticky ones and new activations) and
         how many activations that took."""
         parameters = self.parameters
@@ -220,7 +220,7 @@ class ToolResultClearing(Windowed):
             activations += 1
         return cleared, activations
 
-    def edited(self, history: Sequence[Message], start: int) -> list[Message]:
+    def edited(self, history: Sequence[ChatMessage], start: int) -> list[ChatMessage]:
         sent = super().edited(history, start)
         cleared, _ = self.plan(sent)
         return [
@@ -230,10 +230,10 @@ class ToolResultClearing(Windowed):
             for message in sent
         ]
 
-    def modelled(self, history: Sequence[Message], start: int) -> int:
+    def modelled(self, history: Sequence[ChatMessage], start: int) -> int:
         return sum(self.size(message) for message in self.edited(history, start))
 
-    def __call__(self, history: Sequence[Message], note: str | None) -> list[Message]:
+    def __call__(self, history: Sequence[ChatMessage], note: str | None) -> list[ChatMessage]:
         sent = super().__call__(history, note)
         _, activations = self.plan(list(history[:HEAD]) + list(history[self.start :]))
         self.activations += activations
@@ -289,7 +289,7 @@ class LangChainClearing(Windowed):
             total += hit[1]
         return total
 
-    def _grow(self, history: Sequence[Message]) -> None:
+    def _grow(self, history: Sequence[ChatMessage]) -> None:
         """Convert the new history messages to LangChain messages, as `TrimMessages` did."""
         while len(self.messages) < len(history):
             message = dict(history[len(self.messages)])
@@ -304,7 +304,7 @@ class LangChainClearing(Windowed):
                 ]
             self.messages.extend(convert_to_messages([message]))
 
-    def edited(self, history: Sequence[Message], start: int) -> list[Message]:
+    def edited(self, history: Sequence[ChatMessage], start: int) -> list[ChatMessage]:
         self._grow(history)
         # wrap_model_call deep-copies the list; apply only assigns into it, so a list copy is the
         # same and spares copying every message.
@@ -312,7 +312,7 @@ class LangChainClearing(Windowed):
         self.edit.apply(messages, count_tokens=self.count_tokens)
         return self.converter.to_openai(messages)
 
-    def modelled(self, history: Sequence[Message], start: int) -> int:
+    def modelled(self, history: Sequence[ChatMessage], start: int) -> int:
         """The edit's outcome without running it: clear the oldest results but the `keep` newest
         until `clear_at_least` is freed."""
         parameters = self.parameters
@@ -330,7 +330,7 @@ class LangChainClearing(Windowed):
                 break
         return total - freed
 
-    def __call__(self, history: Sequence[Message], note: str | None) -> list[Message]:
+    def __call__(self, history: Sequence[ChatMessage], note: str | None) -> list[ChatMessage]:
         sent = super().__call__(history, note)
         measured = sum(self.size(message) for message in sent[: len(sent) - int(bool(note))])
         assert measured == self.modelled(history, self.start), "the edit's model is off"
@@ -338,7 +338,7 @@ class LangChainClearing(Windowed):
         return sent
 
 
-def cleared_tool_messages(messages: Sequence[Message]) -> int:
+def cleared_tool_messages(messages: Sequence[ChatMessage]) -> int:
     """How many tool results of a request were cleared."""
     return sum(
         1
@@ -359,4 +359,4 @@ def langchain_available() -> str | None:
     return None
 
 
-Strategy = Callable[[Sequence[Message], str | None], list[Message]]
+Strategy = Callable[[Sequence[ChatMessage], str | None], list[ChatMessage]]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from satchel.sift import Message, SiftSettings
+from satchel.sift import ChatMessage, SiftSettings
 
 CODING_SEED = 20_260_503
 CODING_CLOCK_SEED = 7_110_503
@@ -75,7 +75,7 @@ class Trace:
     system: str
     task: str
     tools: list[dict[str, Any]]
-    steps: list[list[Message]]
+    steps: list[list[ChatMessage]]
     times: list[float]
     """Seconds since the run began at which each step's request is sent."""
     ceiling: int
@@ -88,7 +88,7 @@ class Trace:
         """The per-call note: a progress line on every 10th call."""
         return f"Progress: step {step + 1} of {len(self.steps)}." if step % 10 == 9 else None
 
-    def head(self) -> list[Message]:
+    def head(self) -> list[ChatMessage]:
         """The history before the first step: the system prompt and the task."""
         return [{"role": "system", "content": self.system}, {"role": "user", "content": self.task}]
 
@@ -115,7 +115,7 @@ def source_file(rng: random.Random, lines: int) -> str:
     return "\n".join(body)
 
 
-def generate_trace(steps: int, seed: int = CODING_SEED) -> list[list[Message]]:
+def generate_trace(steps: int, seed: int = CODING_SEED) -> list[list[ChatMessage]]:
     """The coding trace as the messages each step appends: a call, its results, sometimes a
     nudge."""
     rng = random.Random(seed)
@@ -123,7 +123,7 @@ def generate_trace(steps: int, seed: int = CODING_SEED) -> list[list[Message]]:
     files = {f"src/report/{name}.py": rng.choice(sizes) for name in words(rng, 24)}
     contents = {path: source_file(rng, lines) for path, lines in files.items()}
     paths = list(files)
-    trace: list[list[Message]] = []
+    trace: list[list[ChatMessage]] = []
     for step in range(steps):
         calls = []
         results = []
@@ -166,7 +166,9 @@ def generate_trace(steps: int, seed: int = CODING_SEED) -> list[list[Message]]:
             )
             results.append({"role": "tool", "tool_call_id": call_id, "content": output})
         thought = f"Step {step}: checking {' '.join(words(rng, rng.randrange(3, 20)))}."
-        appended: list[Message] = [{"role": "assistant", "content": thought, "tool_calls": calls}]
+        appended: list[ChatMessage] = [
+            {"role": "assistant", "content": thought, "tool_calls": calls}
+        ]
         appended += results
         if step % 37 == 36:
             appended.append(
@@ -180,7 +182,7 @@ SLOW_TOOLS = {"run_tests": (5.0, 40.0), "run_build": (10.0, 40.0), "ci_logs": (1
 """Tool time ranges in seconds; every other tool takes 0.1 to 3 s."""
 
 
-def step_tools(step: Sequence[Message]) -> list[str]:
+def step_tools(step: Sequence[ChatMessage]) -> list[str]:
     """The tool names a step calls."""
     names: list[str] = []
     for message in step:
@@ -189,7 +191,9 @@ def step_tools(step: Sequence[Message]) -> list[str]:
     return names
 
 
-def clock(steps: Sequence[Sequence[Message]], seed: int, pauses: Sequence[int] = ()) -> list[float]:
+def clock(
+    steps: Sequence[Sequence[ChatMessage]], seed: int, pauses: Sequence[int] = ()
+) -> list[float]:
     """When each step's request is sent: the model's latency plus the slowest call's tool time,
     plus 6 to 12 minutes before each step in `pauses`."""
     rng = random.Random(seed)
@@ -425,11 +429,11 @@ def long_call(session: LongSession, room: int) -> tuple[str, dict[str, Any], str
 
 def long_step(
     session: LongSession, step: int, pause: str | None, total_steps: int
-) -> list[Message]:
+) -> list[ChatMessage]:
     """One step: 1 to 10 parallel calls (wide fan-outs of reads and greps now and then)."""
     rng = session.rng
     calls: list[dict[str, Any]] = []
-    results: list[Message] = []
+    results: list[ChatMessage] = []
     room = LONG_STEP_CHARS
     picks: list[tuple[str, dict[str, Any], str]] = []
     if pause == "ci":
@@ -458,7 +462,7 @@ def long_step(
         )
         results.append({"role": "tool", "tool_call_id": call_id, "content": output})
     thought = f"Step {step}: {' '.join(words(rng, rng.randrange(4, 30)))}."
-    appended: list[Message] = [{"role": "assistant", "content": thought, "tool_calls": calls}]
+    appended: list[ChatMessage] = [{"role": "assistant", "content": thought, "tool_calls": calls}]
     appended += results
     if step % 40 == 39:
         appended.append(

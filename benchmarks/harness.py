@@ -31,7 +31,8 @@ from rich.table import Table
 
 from satchel.harness.environments import Arena
 from satchel.harness.runner import RunPlan, run_games
-from satchel.harness.scripted import SUMMARY_KEY, ScriptedModelServer, winning_script
+from satchel.harness.script import SUMMARY_KEY, winning_script
+from satchel.harness.scripted import ScriptedModelServer
 from satchel.providers import OpenSourceChatAdapter, example_profiles
 from satchel.providers.openai_sdk import sdk_arguments
 

@@ -48,8 +48,8 @@ from _sift_traces import CODING_SEED, TRACES, Trace, coding_trace, generate_trac
 from satchel.sift import (
     ArtifactStore,
     ArtifactTools,
+    ChatMessage,
     ContextSift,
-    Message,
     SiftResult,
     anthropic_request,
     anthropic_tools,
@@ -71,7 +71,7 @@ WORST_MS_GOAL = 5.0
 class Sent:
     """One request as a strategy built it."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     note: bool
     result: SiftResult | None = None
     """The sift's result, rendered with its own breakpoints."""
@@ -88,7 +88,7 @@ class SiftStrategy:
         self.sift = ContextSift(trace.settings, store=ArtifactStore(directory=directory))
         self.events: Counter[str] = Counter()
 
-    def __call__(self, history: Sequence[Message], note: str | None) -> Sent:
+    def __call__(self, history: Sequence[ChatMessage], note: str | None) -> Sent:
         if self.sift.task_id is None:
             self.sift.begin_run(history)
         result = self.sift.sift(history, tools=self.tools, note=note)
@@ -109,7 +109,7 @@ class BaselineStrategy:
         self.key = window.key
         self.tools = window.tools
 
-    def __call__(self, history: Sequence[Message], note: str | None) -> Sent:
+    def __call__(self, history: Sequence[ChatMessage], note: str | None) -> Sent:
         return Sent(self.window(history, note), note is not None)
 
     def details(self) -> str:
@@ -139,9 +139,9 @@ class BlockSizer:
         converted = anthropic_tools(tools) if tools else []
         self.tools = spread(tool_tokens(tools), [len(json.dumps(tool)) for tool in converted])
         self.size = Sizes()
-        self._known: dict[int, tuple[Message, list[int]]] = {}
+        self._known: dict[int, tuple[ChatMessage, list[int]]] = {}
 
-    def message(self, message: Message) -> list[int]:
+    def message(self, message: ChatMessage) -> list[int]:
         """The tokens of the blocks `message` renders to (empty when it renders to none)."""
         hit = self._known.get(id(message))
         if hit is not None and hit[0] is message:
@@ -154,7 +154,7 @@ class BlockSizer:
         self._known[id(message)] = (message, sizes)
         return sizes
 
-    def __call__(self, messages: Sequence[Message]) -> list[int]:
+    def __call__(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Block tokens of a whole body; a message without blocks adds its tokens to the next."""
         sizes = list(self.tools)
         carry = 0
@@ -217,9 +217,9 @@ class Previous:
     """The previous request's stored messages (its note aside), for a baseline's breakpoint."""
 
     def __init__(self) -> None:
-        self.stored: list[Message] = []
+        self.stored: list[ChatMessage] = []
 
-    def end(self, messages: Sequence[Message]) -> int | None:
+    def end(self, messages: Sequence[ChatMessage]) -> int | None:
         """Index of the previous request's last stored message when `messages` starts with all
         of them, else None."""
         stored = self.stored
@@ -231,7 +231,7 @@ class Previous:
         return len(stored) - 1
 
 
-def replay(trace: Trace, strategy: Strategy) -> tuple[Outcome, list[Message]]:
+def replay(trace: Trace, strategy: Strategy) -> tuple[Outcome, list[ChatMessage]]:
     """Send the trace through one strategy, billing every request under both rules; return the
     outcome and the last request's messages."""
     history = trace.head()
@@ -267,7 +267,7 @@ def replay(trace: Trace, strategy: Strategy) -> tuple[Outcome, list[Message]]:
     return outcome, sent.messages
 
 
-def outputs(history: Sequence[Message]) -> dict[str, str]:
+def outputs(history: Sequence[ChatMessage]) -> dict[str, str]:
     """Every tool output of a history by call id."""
     return {
         str(message["tool_call_id"]): str(message.get("content"))
@@ -277,7 +277,7 @@ def outputs(history: Sequence[Message]) -> dict[str, str]:
 
 
 def recoverability(
-    trace: Trace, final: Sequence[Message], sift: ContextSift | None
+    trace: Trace, final: Sequence[ChatMessage], sift: ContextSift | None
 ) -> tuple[float, int]:
     """The share (by characters) of the tool output not shown whole in the final request that
     the model can still read in full, and how many characters that output holds. Only the sift

@@ -7,7 +7,7 @@ Run: .venv/bin/python docs/examples/sift_basic.py
 
 import json
 
-from satchel.sift import ArtifactTools, ContextSift, Message, SiftSettings, openai_chat_request
+from satchel.sift import ArtifactTools, ChatMessage, ContextSift, SiftSettings, openai_chat_request
 
 TOOLS = [
     {
@@ -21,7 +21,7 @@ TOOLS = [
 ]
 
 
-def scripted_model(step: int) -> Message:
+def scripted_model(step: int) -> ChatMessage:
     """The assistant message a model might answer with at this step."""
     if step == 24:
         return {"role": "assistant", "content": "The export now writes every row."}
@@ -41,12 +41,12 @@ def main() -> None:
     sift = ContextSift(SiftSettings(budget=12000, window=24000, read_targets={"read_file": "path"}))
     artifacts = ArtifactTools(sift.store)
     tools = TOOLS + artifacts.definitions
-    history: list[Message] = [
+    history: list[ChatMessage] = [
         {"role": "system", "content": "You fix bugs in a Python repository."},
         {"role": "user", "content": "The CSV export drops rows past 500. Fix it."},
     ]
     sift.begin_run(history)
-    previous: list[Message] = []
+    previous: list[ChatMessage] = []
     for step in range(25):
         note = f"Progress: step {step + 1} of 25." if step % 5 == 4 else None
         result = sift.sift(history, tools=tools, note=note)

@@ -9,7 +9,7 @@ import pytest
 from conformance_kit import STATED_CONTEXT
 from satchel.conformance.cases import Case, Expect
 from satchel.conformance.judge import judge
-from satchel.integrations.driver import Message, Report
+from satchel.integrations.driver import DriverMessage, Report
 from satchel.memory.message import render_context_message, render_memory_message
 
 WATERMARK = {"stored": 3, "formed": 3, "parked": 0}
@@ -18,16 +18,16 @@ CONTEXT = {"watermark": WATERMARK, "segments": [], "turns": [], "characters": 0}
 QUESTION = "Where does Marta work?"
 
 
-def memory(role: str = "user", untrusted: bool = True, *, context: bool = False) -> Message:
+def memory(role: str = "user", untrusted: bool = True, *, context: bool = False) -> DriverMessage:
     text = render_context_message(CONTEXT) if context else render_memory_message(WATERMARK, RECALL)
-    return Message(role=role, content=text, untrusted=untrusted)
+    return DriverMessage(role=role, content=text, untrusted=untrusted)
 
 
-def person(text: str = QUESTION) -> Message:
-    return Message(role="user", content=text)
+def person(text: str = QUESTION) -> DriverMessage:
+    return DriverMessage(role="user", content=text)
 
 
-def report(*messages: Message, **flags: Any) -> Report:
+def report(*messages: DriverMessage, **flags: Any) -> Report:
     return Report(model_messages=list(messages), **flags)
 
 
@@ -184,12 +184,12 @@ def test_a_context_message_must_carry_the_stated_context_unchanged() -> None:
     with_context = Case.model_validate(
         {"name": "c", "rule": "r", "context": stated, "turn": {"user": QUESTION}, "expect": {}}
     )
-    faithful = Message(role="user", content=render_context_message(stated), untrusted=True)
+    faithful = DriverMessage(role="user", content=render_context_message(stated), untrusted=True)
     assert judge(with_context, [report(faithful, person())], [], 0) == []
     rewritten = {**stated, "segments": [{**stated["segments"][0], "summary": "Cork."}]}
-    altered = Message(role="user", content=render_context_message(rewritten), untrusted=True)
+    altered = DriverMessage(role="user", content=render_context_message(rewritten), untrusted=True)
     failures = judge(with_context, [report(altered, person())], [], 0)
     assert len(failures) == 1 and failures[0].startswith("memory_carries: expected the context's")
     stale = {**stated, "watermark": {"stored": 11, "formed": 11, "parked": 0}}
-    aged = Message(role="user", content=render_context_message(stale), untrusted=True)
+    aged = DriverMessage(role="user", content=render_context_message(stale), untrusted=True)
     assert any("watermark" in f for f in judge(with_context, [report(aged, person())], [], 0))

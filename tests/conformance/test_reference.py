@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from conformance_kit import failed_cases
-from satchel.conformance.breaks import BREAKS, Break
 from satchel.conformance.cases import Case, load_cases
 from satchel.conformance.deployment import Deployment
+from satchel.conformance.reference.breaks import BREAKS, Break
 from satchel.conformance.runner import CaseResult, run_suite
 
 REFERENCE = [sys.executable, "-m", "satchel.conformance.reference"]

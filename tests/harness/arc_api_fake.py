@@ -372,7 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "arc-api-fake"
     sys_version = ""
     protocol_version = "HTTP/1.1"  # requests keeps its connections alive, as with the real API
-    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: http.server would log every request to stderr."""

@@ -15,15 +15,8 @@ import openai
 import pytest
 
 from providers.provider_kit import ENV, OPEN, action, profile, system, user
-from satchel.harness.scripted import (
-    Reply,
-    ReplyUsage,
-    ScriptedModelServer,
-    ScriptError,
-    load_script,
-    parse_script,
-    serve_forever,
-)
+from satchel.harness.script import Reply, ReplyUsage, ScriptError, load_script, parse_script
+from satchel.harness.scripted import ScriptedModelServer, serve_forever
 from satchel.providers import build_adapter
 from satchel.providers.chat_wire import call_chat
 from satchel.turns import InterruptedStreamError, Session

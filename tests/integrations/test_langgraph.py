@@ -18,7 +18,7 @@ from satchel.conformance.cases import ContextAnswer, ContextTurn, ContextWaterma
 from satchel.conformance.deployment import Deployment
 from satchel.conformance.proxy import FaultProxy
 from satchel.integrations.core import MemoryStoreFailed, observed_messages
-from satchel.integrations.driver import Message, ModelFailure
+from satchel.integrations.driver import DriverMessage, ModelFailure
 from satchel.integrations.langgraph import MemoryMiddleware, is_untrusted, memory_message
 from satchel.integrations.langgraph.driver import ScriptedChatModel
 from satchel.memory.client import AsyncMemoryClient, MemoryClient, MemoryServiceError
@@ -221,7 +221,7 @@ def test_a_store_failure_reaches_the_hook_is_raised_and_the_store_step_can_be_re
 def test_compaction_replaces_the_history_with_the_deployments_context(
     deployment: Deployment, proxied: tuple[FaultProxy, str], proxy: FaultProxy, subject: str
 ) -> None:
-    earlier = Message(role="user", content="Book the all-hands for Friday.")
+    earlier = DriverMessage(role="user", content="Book the all-hands for Friday.")
     answer = ContextAnswer(
         watermark=ContextWatermark(stored=9, formed=9),
         turns=[ContextTurn(log_offset=9, occurred_at="2026-09-01T09:00:00Z", messages=[earlier])],

@@ -12,8 +12,8 @@ import httpx2
 import openai
 
 from satchel.sift import (
+    ChatMessage,
     ContextSift,
-    Message,
     SiftResult,
     anthropic_request,
     artifact_tool_definitions,
@@ -140,7 +140,7 @@ def output(seed: int, chars: int, *, error: bool = False) -> str:
 class Run:
     """A history built step by step, the way an agent loop appends to it."""
 
-    history: list[Message] = field(default_factory=list)
+    history: list[ChatMessage] = field(default_factory=list)
     steps: int = 0
 
     @classmethod
@@ -163,7 +163,7 @@ class Run:
         sizes = chars if isinstance(chars, list) else [chars]
         self.steps += 1
         calls = []
-        results: list[Message] = []
+        results: list[ChatMessage] = []
         for part, size in enumerate(sizes):
             call_id = f"call_{self.steps}_{part}"
             arguments = {"path": path if path is not None else f"src/m{self.steps}.py"}

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from sift_runs import TOOLS, Run
 
-from satchel.sift import ContextSift, Message, SiftResult, SiftSettings
+from satchel.sift import ChatMessage, ContextSift, SiftResult, SiftSettings
 from satchel.sift.transcript import find_message
 
 
@@ -133,7 +133,7 @@ class SiftTraces(RuleBasedStateMachine):
         assert stored[-len(tail)] is history[last_call]
 
 
-def _call_before(messages: list[Message], index: int) -> bool:
+def _call_before(messages: list[ChatMessage], index: int) -> bool:
     call_id: Any = messages[index]["tool_call_id"]
     for before in range(index - 1, -1, -1):
         if messages[before]["role"] != "tool":

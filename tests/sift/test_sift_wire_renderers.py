@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from openai.types.responses import FunctionToolParam, ResponseInputParam
 from sift_runs import TOOLS, Run, encoded, messages_prefix, replay
 
-from satchel.sift import ContextSift, Message, SiftResult, SiftSettings
+from satchel.sift import ChatMessage, ContextSift, SiftResult, SiftSettings
 from satchel.sift.wire_gemini import gemini_contents, gemini_request, gemini_tools
 from satchel.sift.wire_responses import responses_input, responses_request, responses_tools
 
@@ -91,7 +91,7 @@ class Wire:
         return httpx.Response(200, json=GEMINI_REPLY)
 
     def responses_body(
-        self, request: SiftResult | list[Message], tools: list[dict[str, Any]] = TOOLS
+        self, request: SiftResult | list[ChatMessage], tools: list[dict[str, Any]] = TOOLS
     ) -> bytes:
         reply = self.openai.responses.create(
             model="gpt-test", **responses_request(request, tools=tools)
@@ -100,7 +100,7 @@ class Wire:
         return self.sent[-1]
 
     def gemini_body(
-        self, request: SiftResult | list[Message], tools: list[dict[str, Any]] = TOOLS
+        self, request: SiftResult | list[ChatMessage], tools: list[dict[str, Any]] = TOOLS
     ) -> bytes:
         fields = gemini_request(request, tools=tools)
         reply = self.genai.models.generate_content(model="gemini-test", **fields)
@@ -119,7 +119,7 @@ def image(url: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-SHAPES: list[Message] = [
+SHAPES: list[ChatMessage] = [
     {"role": "system", "content": "You are careful."},
     {"role": "developer", "content": [{"type": "text", "text": "Keep changes small."}]},
     {
@@ -377,7 +377,7 @@ def test_responses_tools_are_flat_non_strict_and_in_name_order() -> None:
 
 
 def test_responses_detail_and_empty_messages() -> None:
-    messages: list[Message] = [
+    messages: list[ChatMessage] = [
         {"role": "user", "content": ""},
         {
             "role": "user",
@@ -479,7 +479,7 @@ def test_gemini_declarations_keep_the_json_schema_in_name_order() -> None:
 
 
 def test_gemini_errors_late_system_messages_and_unnamed_results() -> None:
-    messages: list[Message] = [
+    messages: list[ChatMessage] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [call("c", "run_tests", "  ")]},
         {"role": "tool", "tool_call_id": "c", "content": "Error: 2 failed", "is_error": True},
@@ -510,7 +510,7 @@ def test_gemini_errors_late_system_messages_and_unnamed_results() -> None:
 
 
 def test_arguments_that_are_not_json() -> None:
-    messages: list[Message] = [
+    messages: list[ChatMessage] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [call("c", "grep", "path=a.py {")]},
         {"role": "tool", "tool_call_id": "c", "content": "x"},

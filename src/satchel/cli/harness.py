@@ -103,7 +103,8 @@ def model_server(
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
 ) -> None:
     """Serve a scripted OpenAI-compatible model on loopback, for offline runs and demos."""
-    from satchel.harness.scripted import ScriptError, load_script, serve_forever, winning_script
+    from satchel.harness.script import ScriptError, load_script, winning_script
+    from satchel.harness.scripted import serve_forever
 
     try:
         replies = dict(load_script(script)) if script is not None else {}

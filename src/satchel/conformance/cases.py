@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from satchel.integrations.driver import Message, Turn
+from satchel.integrations.driver import DriverMessage, Turn
 from satchel.memory.message import MEMORY_MESSAGE_PREFIX
 
 CASES_DIR = Path(__file__).parent / "cases"
@@ -69,7 +69,7 @@ class ContextSegment(_Strict):
 class ContextTurn(_Strict):
     log_offset: int
     occurred_at: str
-    messages: list[Message]
+    messages: list[DriverMessage]
 
 
 class ContextAnswer(_Strict):

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from satchel.conformance.cases import Case, Expect
-from satchel.integrations.driver import Message, Report
+from satchel.integrations.driver import DriverMessage, Report
 from satchel.memory.message import MemoryMessage, NotAMemoryMessage, parse_memory_message
 
 
-def _memory(message: Message) -> MemoryMessage | None:
+def _memory(message: DriverMessage) -> MemoryMessage | None:
     try:
         return parse_memory_message(message.content)
     except NotAMemoryMessage:
@@ -25,7 +25,7 @@ def _clip(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def _judge_model(expect: Expect, messages: Sequence[Message]) -> list[str]:
+def _judge_model(expect: Expect, messages: Sequence[DriverMessage]) -> list[str]:
     memory = [(m, doc) for m in messages if (doc := _memory(m)) is not None]
     others = [m for m in messages if _memory(m) is None]
     failures: list[str] = []
@@ -81,7 +81,7 @@ def _judge_model(expect: Expect, messages: Sequence[Message]) -> list[str]:
     return failures
 
 
-def _judge_fidelity(case: Case, messages: Sequence[Message]) -> list[str]:
+def _judge_fidelity(case: Case, messages: Sequence[DriverMessage]) -> list[str]:
     """A context form of the memory message must carry the stated context's segments, turns and
     watermark unchanged: what replaces a history is the deployment's answer, nothing rewritten."""
     if case.context is None:

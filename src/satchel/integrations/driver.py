@@ -24,7 +24,10 @@ class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class Message(_Wire):
+class DriverMessage(_Wire):
+    """One message as the driver protocol carries it (a turn's history, a report's model
+    messages): its role, its text, and whether the framework marked it untrusted."""
+
     role: str
     content: str
     untrusted: bool = False
@@ -36,10 +39,10 @@ class ToolCall(_Wire):
 
 
 class Turn(_Wire):
-    history: list[Message] = Field(default_factory=list)
+    history: list[DriverMessage] = Field(default_factory=list)
     user: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    synthetic: list[Message] = Field(default_factory=list)
+    synthetic: list[DriverMessage] = Field(default_factory=list)
     assistant: str = ""
     model_failure: bool = False
     compact: bool = False
@@ -56,7 +59,7 @@ class Instruction(_Wire):
 
 
 class Report(_Wire):
-    model_messages: list[Message] = Field(default_factory=list)
+    model_messages: list[DriverMessage] = Field(default_factory=list)
     fatal: bool = False
     observed: bool = False
     store_error: str = ""

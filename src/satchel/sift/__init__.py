@@ -12,7 +12,7 @@ from satchel.sift.canonical import canonical_arguments, tool_input
 from satchel.sift.events import TrimEvent, TrimReason
 from satchel.sift.hysteresis import plan_batch
 from satchel.sift.manager import ContextSift
-from satchel.sift.messages import Message, TokenCounter, estimate_tokens
+from satchel.sift.messages import ChatMessage, TokenCounter, estimate_tokens
 from satchel.sift.result import SiftResult
 from satchel.sift.settings import SiftSettings
 from satchel.sift.state import SiftState
@@ -28,8 +28,8 @@ __all__ = [
     "ArtifactInfo",
     "ArtifactStore",
     "ArtifactTools",
+    "ChatMessage",
     "ContextSift",
-    "Message",
     "SiftResult",
     "SiftSettings",
     "SiftState",

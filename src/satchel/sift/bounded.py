@@ -3,7 +3,7 @@ are left out and how to read them, and its tail. Images stay with their result."
 
 from typing import Any
 
-from satchel.sift.messages import Message, content_text, image_parts
+from satchel.sift.messages import ChatMessage, content_text, image_parts
 
 NOTE_ROOM = 240
 """Characters set aside for the middle note inside the limit."""
@@ -24,12 +24,12 @@ def bounded_text(text: str, limit: int, artifact_id: str) -> str:
     return text[:head] + note + text[len(text) - tail :]
 
 
-def bounded_result(message: Message, limit: int, artifact_id: str) -> Message:
+def bounded_result(message: ChatMessage, limit: int, artifact_id: str) -> ChatMessage:
     """A copy of a tool result whose text is bounded; its image parts are kept after the text."""
     content = message.get("content")
     text = content_text(content)
     shown = bounded_text(text, limit, artifact_id)
-    bounded: Message = dict(message)
+    bounded: ChatMessage = dict(message)
     if isinstance(content, str):
         bounded["content"] = shown
     else:

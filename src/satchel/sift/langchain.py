@@ -18,7 +18,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableLambda
 
 from satchel.sift.manager import ContextSift
-from satchel.sift.messages import Message
+from satchel.sift.messages import ChatMessage
 from satchel.sift.result import SiftResult
 
 
@@ -30,7 +30,7 @@ class LangChainSift:
     ) -> None:
         self.sift = sift
         self.tools = tools
-        self._converted: dict[int, tuple[BaseMessage, Message]] = {}
+        self._converted: dict[int, tuple[BaseMessage, ChatMessage]] = {}
 
     def begin_run(self, messages: Sequence[BaseMessage]) -> str:
         """Record the run's task: the newest human message."""
@@ -48,10 +48,10 @@ class LangChainSift:
         """The sift as a runnable, to put before a chat model in a chain or graph node."""
         return RunnableLambda(lambda messages: self(messages), name="context_sift")
 
-    def to_openai(self, messages: Sequence[BaseMessage]) -> list[Message]:
+    def to_openai(self, messages: Sequence[BaseMessage]) -> list[ChatMessage]:
         """OpenAI-style dicts for `messages`, the same dict for the same message on every call."""
-        converted: dict[int, tuple[BaseMessage, Message]] = {}
-        history: list[Message] = []
+        converted: dict[int, tuple[BaseMessage, ChatMessage]] = {}
+        history: list[ChatMessage] = []
         for position, message in enumerate(messages):
             hit = self._converted.get(id(message))
             if hit is None or hit[0] is not message:
@@ -74,9 +74,9 @@ def sift_messages(
     return LangChainSift(sift, tools=tools)(messages, note=note)
 
 
-def to_openai_message(message: BaseMessage, position: int) -> Message:
+def to_openai_message(message: BaseMessage, position: int) -> ChatMessage:
     """One LangChain message as an OpenAI-style dict; its `id` is kept when it has one."""
-    converted: Message
+    converted: ChatMessage
     if isinstance(message, SystemMessage):
         converted = {"role": "system", "content": message.content}
     elif isinstance(message, HumanMessage):
@@ -113,7 +113,7 @@ def to_openai_message(message: BaseMessage, position: int) -> Message:
 
 
 def from_sifted(
-    messages: Sequence[BaseMessage], history: Sequence[Message], result: SiftResult
+    messages: Sequence[BaseMessage], history: Sequence[ChatMessage], result: SiftResult
 ) -> list[BaseMessage]:
     """LangChain messages for a sift result over `history`, the dicts made from `messages`."""
     out: list[BaseMessage] = []

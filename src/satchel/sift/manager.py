@@ -6,7 +6,7 @@ from typing import Any
 
 from satchel.sift.artifacts import ArtifactStore
 from satchel.sift.events import TrimEvent
-from satchel.sift.messages import Message, TokenCounter
+from satchel.sift.messages import ChatMessage, TokenCounter
 from satchel.sift.net import Net
 from satchel.sift.result import SiftResult
 from satchel.sift.settings import SiftSettings
@@ -47,7 +47,7 @@ class ContextSift:
         """A copy of the sticky state."""
         return self._state.copy()
 
-    def begin_run(self, history: Sequence[Message]) -> str:
+    def begin_run(self, history: Sequence[ChatMessage]) -> str:
         """Record the task at run start: the newest user message of `history`. Returns its id."""
         index = last_user_message(history)
         if index is None:
@@ -57,7 +57,7 @@ class ContextSift:
 
     def sift(
         self,
-        history: Sequence[Message],
+        history: Sequence[ChatMessage],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         note: str | None = None,
@@ -67,7 +67,7 @@ class ContextSift:
 
     def trial(
         self,
-        history: Sequence[Message],
+        history: Sequence[ChatMessage],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         note: str | None = None,
@@ -102,14 +102,14 @@ class ContextSift:
 
     def _run(
         self,
-        history: Sequence[Message],
+        history: Sequence[ChatMessage],
         tools: Sequence[Mapping[str, Any]] | None,
         note: str | None,
         *,
         commit: bool,
     ) -> SiftResult:
         transcript = self._reader.read(history, self._state.task_id)
-        note_message: Message | None = None
+        note_message: ChatMessage | None = None
         extra_tokens = self._sizer.tools(tools)
         if note is not None:
             note_message = {"role": "user", "content": note}

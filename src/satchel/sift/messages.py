@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from math import ceil
 from typing import Any
 
-Message = dict[str, Any]
-"""One OpenAI-style chat message."""
+ChatMessage = dict[str, Any]
+"""One chat message in OpenAI Chat Completions form, as a plain dict."""
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text; plugged into a sift in place of the estimate."""

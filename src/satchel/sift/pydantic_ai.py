@@ -28,7 +28,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
 from satchel.sift.manager import ContextSift
-from satchel.sift.messages import Message
+from satchel.sift.messages import ChatMessage
 from satchel.sift.result import SiftResult
 
 Place = tuple[int, int | None]
@@ -116,10 +116,10 @@ def tool_definitions(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
     ]
 
 
-def flatten(messages: Sequence[ModelMessage]) -> tuple[list[Message], list[Place]]:
+def flatten(messages: Sequence[ModelMessage]) -> tuple[list[ChatMessage], list[Place]]:
     """OpenAI-style dicts for PydanticAI messages: one per response, one per request part (tool
     returns first, so results follow their calls), with where each came from."""
-    history: list[Message] = []
+    history: list[ChatMessage] = []
     places: list[Place] = []
     for index, message in enumerate(messages):
         if isinstance(message, ModelResponse):
@@ -135,7 +135,7 @@ def flatten(messages: Sequence[ModelMessage]) -> tuple[list[Message], list[Place
 
 def rebuild(
     messages: Sequence[ModelMessage],
-    history: Sequence[Message],
+    history: Sequence[ChatMessage],
     places: Sequence[Place],
     result: SiftResult,
 ) -> list[ModelMessage]:
@@ -196,9 +196,9 @@ def _is_result(part: ModelRequestPart) -> bool:
     )
 
 
-def _response(message: ModelResponse) -> Message:
+def _response(message: ModelResponse) -> ChatMessage:
     texts = [part.content for part in message.parts if isinstance(part, TextPart)]
-    converted: Message = {"role": "assistant", "content": "\n".join(texts)}
+    converted: ChatMessage = {"role": "assistant", "content": "\n".join(texts)}
     calls = [part for part in message.parts if isinstance(part, ToolCallPart)]
     if calls:
         converted["tool_calls"] = [
@@ -212,7 +212,7 @@ def _response(message: ModelResponse) -> Message:
     return converted
 
 
-def _request_part(part: ModelRequestPart) -> Message:
+def _request_part(part: ModelRequestPart) -> ChatMessage:
     if isinstance(part, SystemPromptPart):
         return {"role": "system", "content": part.content}
     if isinstance(part, ToolReturnPart):

@@ -3,14 +3,14 @@
 from dataclasses import dataclass
 
 from satchel.sift.events import TrimEvent
-from satchel.sift.messages import Message
+from satchel.sift.messages import ChatMessage
 
 
 @dataclass(frozen=True, slots=True)
 class SiftResult:
     """The request for one model call."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     """The messages to send: the stored history's own message objects where unchanged, receipts
     and bounded results in their places, and the per-call note last."""
     sources: tuple[int | None, ...]

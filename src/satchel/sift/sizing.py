@@ -8,7 +8,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from satchel.sift.messages import Message, TokenCounter, count_tokens, estimate_tokens, text_tokens
+from satchel.sift.messages import (
+    ChatMessage,
+    TokenCounter,
+    count_tokens,
+    estimate_tokens,
+    text_tokens,
+)
 
 
 class Sizer:
@@ -16,10 +22,10 @@ class Sizer:
 
     def __init__(self, counter: TokenCounter | None) -> None:
         self.counter = counter
-        self._sizes: dict[int, tuple[Message, int]] = {}
+        self._sizes: dict[int, tuple[ChatMessage, int]] = {}
         self._tools: tuple[str, int] = ("[]", 0)
 
-    def __call__(self, message: Message) -> int:
+    def __call__(self, message: ChatMessage) -> int:
         key = id(message)
         hit = self._sizes.get(key)
         if hit is not None and hit[0] is message:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from satchel.sift.messages import ROLES, Message, call_arguments, call_name, tool_calls
+from satchel.sift.messages import ROLES, ChatMessage, call_arguments, call_name, tool_calls
 
 SYSTEM_ROLES = ("system", "developer")
 
@@ -43,7 +43,7 @@ class Unit:
 class Transcript:
     """A parsed history: messages `[0, system_end)` are the system prompt, the rest are units."""
 
-    messages: Sequence[Message]
+    messages: Sequence[ChatMessage]
     system_end: int
     units: tuple[Unit, ...]
     task: int | None
@@ -87,14 +87,14 @@ class TranscriptReader:
 
     def __init__(self, read_targets: Mapping[str, str]) -> None:
         self.read_targets = read_targets
-        self._read: list[Message] = []
+        self._read: list[ChatMessage] = []
         self._system_end = 0
         self._units: list[Unit] = []
         self._calls: set[str] = set()
         self._last_step: int | None = None
         self._newest_reads: dict[ReadKey, int] = {}
 
-    def read(self, messages: Sequence[Message], task_id: str | None) -> Transcript:
+    def read(self, messages: Sequence[ChatMessage], task_id: str | None) -> Transcript:
         """Parse `messages`, refusing tool results without their call and calls without results."""
         if not self._extends_previous(messages):
             self._reset(messages)
@@ -116,7 +116,7 @@ class TranscriptReader:
             newest_reads=dict(self._newest_reads),
         )
 
-    def _read_units(self, messages: Sequence[Message]) -> None:
+    def _read_units(self, messages: Sequence[ChatMessage]) -> None:
         """Append the units of the messages after the last unit read."""
         index = self._units[-1].end if self._units else self._system_end
         count = len(messages)
@@ -141,7 +141,7 @@ class TranscriptReader:
                 units.append(Unit(index, index + 1, None))
                 index += 1
 
-    def _refuse_unanswered(self, messages: Sequence[Message]) -> None:
+    def _refuse_unanswered(self, messages: Sequence[ChatMessage]) -> None:
         """Refuse a history whose last step still lacks results: providers refuse such calls."""
         last = self._units[-1] if self._units else None
         if last is None or last.step is None:
@@ -157,7 +157,7 @@ class TranscriptReader:
                 "history; append the results before sifting"
             )
 
-    def _extends_previous(self, messages: Sequence[Message]) -> bool:
+    def _extends_previous(self, messages: Sequence[ChatMessage]) -> bool:
         """Whether `messages` starts with the previous read and its last unit cannot grow."""
         done = len(self._read)
         if not self._units or len(messages) < done:
@@ -167,7 +167,7 @@ class TranscriptReader:
             return False
         return list(messages[:done]) == self._read
 
-    def _reset(self, messages: Sequence[Message]) -> None:
+    def _reset(self, messages: Sequence[ChatMessage]) -> None:
         index = 0
         while index < len(messages) and _role(messages, index) in SYSTEM_ROLES:
             index += 1
@@ -178,7 +178,7 @@ class TranscriptReader:
         self._newest_reads = {}
 
     def _read_step(
-        self, messages: Sequence[Message], index: int, calls: Sequence[Mapping[str, Any]]
+        self, messages: Sequence[ChatMessage], index: int, calls: Sequence[Mapping[str, Any]]
     ) -> Step:
         ids: list[str] = []
         reads: list[tuple[ReadKey, str]] = []
@@ -198,14 +198,14 @@ class TranscriptReader:
                     reads.append(((name, target), call_id))
         return Step(id=ids[0], call_ids=tuple(ids), reads=tuple(reads))
 
-    def _active(self, messages: Sequence[Message]) -> int | None:
+    def _active(self, messages: Sequence[ChatMessage]) -> int | None:
         last = self._last_step
         if last is None:
             return None
         after = self._units[last + 1 :]
         return last if all(messages[unit.start].get("role") == "user" for unit in after) else None
 
-    def _awaited(self, messages: Sequence[Message]) -> int:
+    def _awaited(self, messages: Sequence[ChatMessage]) -> int:
         active = self._active(messages)
         if active is not None:
             return active
@@ -218,7 +218,7 @@ class TranscriptReader:
         return awaited
 
 
-def _role(messages: Sequence[Message], index: int) -> str:
+def _role(messages: Sequence[ChatMessage], index: int) -> str:
     message = messages[index]
     if not isinstance(message, dict):
         raise TypeError(f"message {index} is a {type(message).__name__}, not a dict")
@@ -228,7 +228,7 @@ def _role(messages: Sequence[Message], index: int) -> str:
     return str(role)
 
 
-def _results_end(messages: Sequence[Message], index: int, step: Step) -> int:
+def _results_end(messages: Sequence[ChatMessage], index: int, step: Step) -> int:
     expected = set(step.call_ids)
     end = index + 1
     count = len(messages)
@@ -249,7 +249,9 @@ def _results_end(messages: Sequence[Message], index: int, step: Step) -> int:
     return end
 
 
-def _task_unit(messages: Sequence[Message], units: list[Unit], task_id: str | None) -> int | None:
+def _task_unit(
+    messages: Sequence[ChatMessage], units: list[Unit], task_id: str | None
+) -> int | None:
     if task_id is None:
         for unit_index, unit in enumerate(units):
             if messages[unit.start].get("role") == "user":

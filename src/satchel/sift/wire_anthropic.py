@@ -9,7 +9,7 @@ from typing import Any
 
 from satchel.sift.canonical import tool_input
 from satchel.sift.messages import (
-    Message,
+    ChatMessage,
     call_arguments,
     call_name,
     content_text,
@@ -45,7 +45,7 @@ def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def anthropic_request(
-    request: SiftResult | Sequence[Message],
+    request: SiftResult | Sequence[ChatMessage],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     previous_end: int | None = None,
@@ -61,7 +61,7 @@ def anthropic_request(
     reused_end: int | None = None
     changed_end: int | None = None
     if isinstance(request, SiftResult):
-        messages: Sequence[Message] = request.messages
+        messages: Sequence[ChatMessage] = request.messages
         previous_end, note = request.previous_end, request.note
         stable_end, reused_end = request.stable_end, request.reused_end
         if request.changed_from is not None:
@@ -112,7 +112,7 @@ def anthropic_request(
     return fields
 
 
-def _blocks(message: Message) -> tuple[str, list[Block]]:
+def _blocks(message: ChatMessage) -> tuple[str, list[Block]]:
     role = message.get("role")
     if role == "assistant":
         blocks = _content_blocks(message.get("content"))

@@ -13,7 +13,7 @@ from typing import Any
 
 from satchel.sift.canonical import tool_input
 from satchel.sift.messages import (
-    Message,
+    ChatMessage,
     call_arguments,
     call_name,
     content_text,
@@ -43,7 +43,7 @@ IMAGE_MIME_TYPES = {
 """MIME types of web-URL images by file extension (a fixed table, the same on every machine)."""
 
 
-def gemini_contents(messages: Sequence[Message]) -> tuple[Content | None, list[Content]]:
+def gemini_contents(messages: Sequence[ChatMessage]) -> tuple[Content | None, list[Content]]:
     """The system instruction (None without one) and the contents.
 
     Leading system and developer messages are joined by blank lines into one text part; a later
@@ -87,7 +87,7 @@ def _declaration(function: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def gemini_request(
-    request: SiftResult | Sequence[Message],
+    request: SiftResult | Sequence[ChatMessage],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def gemini_request(
     return {"contents": contents, "config": config}
 
 
-def _parts(message: Message, names: dict[str, str]) -> tuple[str, list[Part]]:
+def _parts(message: ChatMessage, names: dict[str, str]) -> tuple[str, list[Part]]:
     role = message.get("role")
     content = message.get("content")
     if role == "assistant":

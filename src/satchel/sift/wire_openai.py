@@ -5,11 +5,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from satchel.sift.canonical import canonical_arguments
-from satchel.sift.messages import Message, call_arguments, call_name, tool_calls
+from satchel.sift.messages import ChatMessage, call_arguments, call_name, tool_calls
 from satchel.sift.result import SiftResult
 
 
-def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """The messages as Chat Completions sends them."""
     rendered: list[dict[str, Any]] = []
     for message in messages:
@@ -43,7 +43,7 @@ def openai_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def openai_chat_request(
-    request: SiftResult | Sequence[Message],
+    request: SiftResult | Sequence[ChatMessage],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from satchel.sift.canonical import canonical_arguments
 from satchel.sift.messages import (
-    Message,
+    ChatMessage,
     call_arguments,
     call_name,
     content_text,
@@ -31,7 +31,7 @@ from satchel.sift.result import SiftResult
 Item = dict[str, Any]
 
 
-def responses_input(messages: Sequence[Message]) -> list[Item]:
+def responses_input(messages: Sequence[ChatMessage]) -> list[Item]:
     """The messages as the Responses API's `input` items.
 
     Messages with nothing to send (empty text, no images, no calls) give no item. Tool-call
@@ -60,7 +60,7 @@ def responses_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def responses_request(
-    request: SiftResult | Sequence[Message],
+    request: SiftResult | Sequence[ChatMessage],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def responses_request(
     return fields
 
 
-def _items(message: Message) -> list[Item]:
+def _items(message: ChatMessage) -> list[Item]:
     role = message.get("role")
     content = message.get("content")
     if role == "tool":

@@ -24,6 +24,7 @@ from agent_framework import (
 from satchel.integrations.agent_framework.compaction import ContextCompactionProvider
 from satchel.integrations.agent_framework.provider import MemoryProvider
 from satchel.integrations.driver import (
+    DriverMessage,
     Instruction,
     ModelFailure,
     RecordingClient,
@@ -32,7 +33,6 @@ from satchel.integrations.driver import (
     main,
     turn_outcome,
 )
-from satchel.integrations.driver import Message as WireMessage
 from satchel.memory.message import UNTRUSTED_KEY
 
 COMPACTION_TRIGGER = 2
@@ -81,8 +81,8 @@ def turn_tool(turn: Turn) -> FunctionTool:
     return made
 
 
-def _wire(message: Message) -> WireMessage:
-    return WireMessage(
+def _wire(message: Message) -> DriverMessage:
+    return DriverMessage(
         role=message.role,
         content=message.text,
         untrusted=bool(message.additional_properties.get(UNTRUSTED_KEY)),

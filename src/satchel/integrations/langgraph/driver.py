@@ -26,8 +26,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from satchel.integrations.driver import (
+    DriverMessage,
     Instruction,
-    Message,
     ModelFailure,
     RecordingClient,
     Report,
@@ -107,7 +107,7 @@ def _replies(instruction: Instruction) -> list[AIMessage]:
     return replies
 
 
-def _held(message: Message, *, synthetic: bool) -> BaseMessage:
+def _held(message: DriverMessage, *, synthetic: bool) -> BaseMessage:
     """A message as the thread's state holds it; `synthetic` marks what LangChain wrote."""
     extra = {"lc_source": "summarization"} if synthetic else {}
     if message.role == "assistant":
@@ -117,8 +117,8 @@ def _held(message: Message, *, synthetic: bool) -> BaseMessage:
     return HumanMessage(content=message.content, additional_kwargs=extra)
 
 
-def _reported(message: BaseMessage) -> Message:
-    return Message(
+def _reported(message: BaseMessage) -> DriverMessage:
+    return DriverMessage(
         role=_ROLES.get(message.type, message.type),
         content=message.text,
         untrusted=is_untrusted(message),

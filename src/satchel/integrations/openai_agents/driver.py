@@ -19,8 +19,8 @@ from agents.memory import SQLiteSession
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from satchel.integrations.driver import (
+    DriverMessage,
     Instruction,
-    Message,
     ModelFailure,
     RecordingClient,
     Report,
@@ -65,17 +65,17 @@ def scripted_model(turn: Turn) -> ScriptedModel:
     return ScriptedModel(steps)
 
 
-def session_items(messages: Sequence[Message]) -> list[TResponseInputItem]:
+def session_items(messages: Sequence[DriverMessage]) -> list[TResponseInputItem]:
     """Messages as the session stores them."""
     return [cast(TResponseInputItem, {"role": m.role, "content": m.content}) for m in messages]
 
 
-def model_messages(items: object) -> list[Message]:
+def model_messages(items: object) -> list[DriverMessage]:
     """What the model was handed, with `untrusted` read from each item's `provider_data`."""
     if isinstance(items, str):
-        return [Message(role="user", content=items)]
+        return [DriverMessage(role="user", content=items)]
     return [
-        Message(role=item_role(item), content=item_text(item), untrusted=is_untrusted(item))
+        DriverMessage(role=item_role(item), content=item_text(item), untrusted=is_untrusted(item))
         for item in cast(list[object], items)
     ]
 

@@ -26,8 +26,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from satchel.integrations.driver import (
+    DriverMessage,
     Instruction,
-    Message,
     ModelFailure,
     RecordingClient,
     Report,
@@ -75,7 +75,7 @@ def scripted_agent(model: ScriptedModel) -> Agent[None, str]:
     return Agent(FunctionModel(model), tools=[run_tool])
 
 
-def framework_message(message: Message) -> ModelMessage:
+def framework_message(message: DriverMessage) -> ModelMessage:
     """A protocol message as the message PydanticAI keeps in its history."""
     if message.role == "assistant":
         return ModelResponse(parts=[TextPart(message.content)])
@@ -91,23 +91,23 @@ def framework_history(turn: Turn) -> list[ModelMessage]:
     return [framework_message(m) for m in [*turn.synthetic, *turn.history]]
 
 
-def reported(messages: Sequence[ModelMessage]) -> list[Message]:
+def reported(messages: Sequence[ModelMessage]) -> list[DriverMessage]:
     """The messages a model was handed, one per request part and one per response."""
-    out: list[Message] = []
+    out: list[DriverMessage] = []
     for message in messages:
         if isinstance(message, ModelResponse):
-            out.append(Message(role="assistant", content=_response_text(message)))
+            out.append(DriverMessage(role="assistant", content=_response_text(message)))
             continue
         for part in message.parts:
             if isinstance(part, SystemPromptPart):
-                out.append(Message(role="system", content=part.content))
+                out.append(DriverMessage(role="system", content=part.content))
             elif isinstance(part, UserPromptPart):
                 text = prompt_text(part.content)
-                out.append(Message(role="user", content=text, untrusted=is_untrusted(part)))
+                out.append(DriverMessage(role="user", content=text, untrusted=is_untrusted(part)))
             elif isinstance(part, ToolReturnPart):
-                out.append(Message(role="tool", content=part.model_response_str()))
+                out.append(DriverMessage(role="tool", content=part.model_response_str()))
             elif isinstance(part, RetryPromptPart):
-                out.append(Message(role="user", content=part.model_response()))
+                out.append(DriverMessage(role="user", content=part.model_response()))
     return out
 
 

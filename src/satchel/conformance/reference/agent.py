@@ -1,22 +1,15 @@
-"""The reference integration: a minimal agent loop with no framework, over the shared turn policy.
-
-Unchanged it passes every conformance case; each switch in `satchel.conformance.breaks` breaks
-exactly one rule, so the suite can be shown to catch it. `python -m satchel.conformance.reference
-[--break NAME]` is its driver; `--list-breaks` prints every switch and the rule it breaks.
-"""
+"""The reference agent loop: no framework, over the shared turn policy, with a stubbed model."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from satchel.integrations import driver
 from satchel.integrations.core import AgentMemory
 from satchel.integrations.driver import (
+    DriverMessage,
     Instruction,
-    Message,
     ModelFailure,
     RecordingClient,
     Report,
@@ -33,7 +26,7 @@ class Reply:
     call: str | None = None
 
 
-Model = Callable[[Sequence[Message]], Awaitable[Reply]]
+Model = Callable[[Sequence[DriverMessage]], Awaitable[Reply]]
 
 
 class StubModel:
@@ -41,13 +34,13 @@ class StubModel:
 
     def __init__(self, turn: Turn) -> None:
         self.turn = turn
-        self.handed: list[list[Message]] = []
+        self.handed: list[list[DriverMessage]] = []
 
     @property
-    def first(self) -> list[Message]:
+    def first(self) -> list[DriverMessage]:
         return self.handed[0] if self.handed else []
 
-    async def __call__(self, messages: Sequence[Message]) -> Reply:
+    async def __call__(self, messages: Sequence[DriverMessage]) -> Reply:
         self.handed.append([message.model_copy() for message in messages])
         if self.turn.model_failure:
             raise ModelFailure()
@@ -72,8 +65,8 @@ class ReferenceAgent:
         memory: AgentMemory,
         model: Model,
         *,
-        history: Sequence[Message] = (),
-        synthetic: Sequence[Message] = (),
+        history: Sequence[DriverMessage] = (),
+        synthetic: Sequence[DriverMessage] = (),
         tools: Mapping[str, str] | None = None,
         compact_at: int | None = None,
     ) -> None:
@@ -83,16 +76,16 @@ class ReferenceAgent:
         self.history = [*history, *self.synthetic]
         self.tools = dict(tools or {})
         self.compact_at = compact_at
-        self.traffic: list[Message] = []
+        self.traffic: list[DriverMessage] = []
 
-    def memory_message(self, text: str) -> Message:
+    def memory_message(self, text: str) -> DriverMessage:
         """A memory or context message as the model is handed it."""
-        return Message(role=self.memory_role, content=text, untrusted=self.memory_untrusted)
+        return DriverMessage(role=self.memory_role, content=text, untrusted=self.memory_untrusted)
 
     def compaction_due(self) -> bool:
         return self.compact_at is not None and len(self.history) >= self.compact_at
 
-    async def compacted(self, history: list[Message]) -> list[Message]:
+    async def compacted(self, history: list[DriverMessage]) -> list[DriverMessage]:
         """The deployment's context in place of the earlier history; the person's message stays."""
         context = await self.memory.context_message()
         if context is None:
@@ -101,7 +94,7 @@ class ReferenceAgent:
 
     async def run(self, user: str) -> str:
         """One turn: memory in before the person's message, the model, then the turn stored."""
-        self.history.append(Message(role="user", content=user))
+        self.history.append(DriverMessage(role="user", content=user))
         if self.compaction_due():
             self.history = await self.compacted(self.history)
         request = list(self.history)
@@ -114,19 +107,19 @@ class ReferenceAgent:
             if self.store_failed_turns:
                 await self.store(user, "")
             raise
-        self.history.append(Message(role="assistant", content=reply))
+        self.history.append(DriverMessage(role="assistant", content=reply))
         await self.store(user, reply)
         return reply
 
-    async def answer(self, request: list[Message]) -> str:
+    async def answer(self, request: list[DriverMessage]) -> str:
         """Call the model, running each tool call it asks for, until it gives its final reply."""
         while True:
             reply = await self.model(request)
             if reply.call is None:
                 return reply.text
             traffic = [
-                Message(role="assistant", content=reply.call),
-                Message(role="tool", content=self.tools[reply.call]),
+                DriverMessage(role="assistant", content=reply.call),
+                DriverMessage(role="tool", content=self.tools[reply.call]),
             ]
             self.traffic.extend(traffic)
             self.history.extend(traffic)
@@ -171,40 +164,3 @@ async def run_turn(
     report.model_messages = model.first
     report.observed = client.observed
     return report
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """The driver: the reference integration, or one of its broken variants, on stdio."""
-    from satchel.conformance.breaks import BREAKS
-
-    parser = argparse.ArgumentParser(
-        prog="python -m satchel.conformance.reference",
-        description="The reference integration's conformance driver.",
-    )
-    parser.add_argument(
-        "--break",
-        dest="broken",
-        metavar="NAME",
-        choices=[b.name for b in BREAKS],
-        help="break one rule (see --list-breaks)",
-    )
-    parser.add_argument(
-        "--list-breaks", action="store_true", help="print each switch and the rule it breaks"
-    )
-    arguments = parser.parse_args(argv)
-    if arguments.list_breaks:
-        for switch in BREAKS:
-            print(f"{switch.name}\t{switch.rule}")
-        return
-    chosen = next((b for b in BREAKS if b.name == arguments.broken), None)
-    agent_type = chosen.agent if chosen else ReferenceAgent
-    memory_type = chosen.memory if chosen else AgentMemory
-
-    async def run(instruction: Instruction) -> Report:
-        return await run_turn(instruction, agent_type, memory_type)
-
-    driver.main(run)
-
-
-if __name__ == "__main__":
-    main()

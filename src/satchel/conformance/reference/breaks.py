@@ -16,9 +16,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from satchel.conformance.reference import ReferenceAgent
+from satchel.conformance.reference.agent import ReferenceAgent
 from satchel.integrations.core import AgentMemory, MemoryStoreFailed, observed_messages
-from satchel.integrations.driver import Message
+from satchel.integrations.driver import DriverMessage
 from satchel.memory.client import MemoryServiceError
 from satchel.memory.message import MEMORY_MESSAGE_PREFIX, render_memory_message, turn_key
 
@@ -85,12 +85,12 @@ class _CompactsWhenNotDue(ReferenceAgent):
 
 
 class _IgnoresCompaction(ReferenceAgent):
-    async def compacted(self, history: list[Message]) -> list[Message]:
+    async def compacted(self, history: list[DriverMessage]) -> list[DriverMessage]:
         return history
 
 
 class _CompactionDropsPerson(ReferenceAgent):
-    async def compacted(self, history: list[Message]) -> list[Message]:
+    async def compacted(self, history: list[DriverMessage]) -> list[DriverMessage]:
         context = await self.memory.context_message()
         return history if context is None else [self.memory_message(context)]
 
