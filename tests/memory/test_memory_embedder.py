@@ -106,7 +106,7 @@ def test_an_incomplete_model_names_the_missing_file_and_the_fix(
     with pytest.raises(EmbedderUnavailable) as refused:
         load_embedder(EmbeddingSettings())
     assert "model.onnx is missing" in str(refused.value)
-    assert "pip install --force-reinstall satchel" in str(refused.value)
+    assert "pip install --force-reinstall 'satchel[server]'" in str(refused.value)
 
 
 class Endpoint:

