@@ -15,11 +15,13 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from contextlib import aclosing
 
 import psycopg
 
-CHANNEL = "satchel_credentials"
+from satchel.memory.store.notifications import CREDENTIALS_CHANNEL, changes
+
+CHANNEL = CREDENTIALS_CHANNEL
 REMEMBERED = 4096  # grants kept; the least recently used is forgotten first
 LIFETIME = 10.0  # seconds a remembered grant serves before it is looked up again
 RETRY = 1.0  # seconds between attempts to listen again after the connection failed
@@ -85,12 +87,7 @@ class Credentials[G]:
             await asyncio.sleep(RETRY)
 
     async def _listen(self) -> None:
-        conn: psycopg.AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-            self.url, autocommit=True
-        )
-        async with conn:
-            await conn.execute(f"LISTEN {CHANNEL}")
-            self.forget()  # anything changed before the LISTEN took effect
-            self.listening = True
-            async for _ in conn.notifies():
-                self.forget()
+        async with aclosing(changes(self.url, CHANNEL)) as heard:
+            async for _ in heard:
+                self.forget()  # the first: anything changed before the LISTEN took effect
+                self.listening = True

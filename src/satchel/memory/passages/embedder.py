@@ -120,7 +120,8 @@ def local_model_folder() -> Path:
             importlib.import_module(module)
         except ImportError:
             raise EmbedderUnavailable(
-                f"the local embedding model needs {module}: install the server extra ({SERVER_EXTRA})"
+                f"the local embedding model needs {module}: install the server extra"
+                f" ({SERVER_EXTRA})"
             ) from None
     for name in MODEL_FILES:
         if not (MODEL_FOLDER / name).is_file():
