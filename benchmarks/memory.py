@@ -359,7 +359,7 @@ def worker_progress(url: str, project_id: int) -> tuple[int, int, int, int]:
     """How many of the project's turns are stored, formed, embedded and counted."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT p.stored + 1, p.formed + 1, coalesce(r.vectors_through, -1) + 1,"
+            "SELECT p.stored + 1, coalesce(p.formed, -1) + 1, coalesce(r.vectors_through, -1) + 1,"
             " coalesce(r.terms_through, -1) + 1 FROM projects p"
             " LEFT JOIN passage_progress r ON r.project_id = p.id WHERE p.id = %s",
             (project_id,),
