@@ -33,7 +33,7 @@ from satchel.harness.environments import Arena
 from satchel.harness.runner import RunPlan, run_games
 from satchel.harness.scripted import SUMMARY_KEY, ScriptedModelServer, winning_script
 from satchel.providers import OpenSourceChatAdapter, example_profiles
-from satchel.providers.openai_sdk import sdk_arguments
+from satchel.providers.kit.sdk import sdk_arguments
 
 GAME = "maze-0001"
 PROFILE = "qwen3-open-weight-continuous"

@@ -25,7 +25,7 @@ from satchel.harness.scripted import (
     serve_forever,
 )
 from satchel.providers import build_adapter
-from satchel.providers.chat_wire import call_chat
+from satchel.providers.chat.wire import call_chat
 from satchel.turns import InterruptedStreamError, Session
 
 MESSAGES: list[Any] = [{"role": "user", "content": "frame 1"}]

@@ -23,7 +23,7 @@ from satchel.turns import (
     ContextOverflowError,
     FatalAttemptError,
     InterruptedStreamError,
-    Message,
+    NeutralMessage,
     ModelResponse,
     Session,
     TransientError,
@@ -173,7 +173,7 @@ class Player:
                 new_level=new_level,
                 reset_allowed=reset_allowed,
             )
-            new: list[Message] = [{"role": "user", "content": text}]
+            new: list[NeutralMessage] = [{"role": "user", "content": text}]
             if first:
                 new.insert(0, {"role": "system", "content": system_prompt(self.carry_forward)})
             try:

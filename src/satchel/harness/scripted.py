@@ -45,7 +45,7 @@ import yaml
 
 from satchel.compaction import SUMMARY_PROMPT
 from satchel.harness.loopback import Served
-from satchel.providers.chat_wire import REASONING_FIELDS
+from satchel.providers.chat.wire import REASONING_FIELDS
 
 __all__ = [
     "FINISH_REASONS",
