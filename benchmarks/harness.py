@@ -34,7 +34,7 @@ from satchel.harness.runner import RunPlan, run_games
 from satchel.harness.script import SUMMARY_KEY, winning_script
 from satchel.harness.scripted import ScriptedModelServer
 from satchel.providers import OpenSourceChatAdapter, example_profiles
-from satchel.providers.openai_sdk import sdk_arguments
+from satchel.providers.kit.sdk import sdk_arguments
 
 GAME = "maze-0001"
 PROFILE = "qwen3-open-weight-continuous"

@@ -86,9 +86,9 @@ from rich.table import Table
 from _interactions_wire import InteractionsServer
 from _messages_wire import MessagesServer
 from satchel.providers import Profile, build_adapter, example_profiles, parse_profiles
-from satchel.providers.deepseek_chat import ANSWER_TOOL, TOOL_RESULT
-from satchel.providers.openai_sdk import sdk_arguments
-from satchel.turns import Message, ModelResponse, Session
+from satchel.providers.chat.deepseek_state import ANSWER_TOOL, TOOL_RESULT
+from satchel.providers.kit.sdk import sdk_arguments
+from satchel.turns import ModelResponse, NeutralMessage, Session
 
 GOAL = 1.3
 OPENAI_ID = "openai.chat_completions.v1"
@@ -130,13 +130,13 @@ ENCRYPTED_BYTES = 1024  # each turn's encrypted reasoning blob, before base64
 TOKEN_CHARS = 4
 WARMUP_TURNS = 60
 
-Conversation = Callable[[Sequence[Message]], Iterator[int]]
+Conversation = Callable[[Sequence[NeutralMessage]], Iterator[int]]
 
 
 # ---- the conversation -------------------------------------------------------------------------
 
 
-def system_prompt() -> Message:
+def system_prompt() -> NeutralMessage:
     rules = (
         "You play a grid game one action per turn. Each user turn shows the current frame: "
         "'#' is a wall, '.' floor, '@' you, 'K' a key, 'D' a door, digits are timers. "
@@ -146,9 +146,9 @@ def system_prompt() -> Message:
     return {"role": "system", "content": rules * 3}
 
 
-def frames(count: int) -> list[Message]:
+def frames(count: int) -> list[NeutralMessage]:
     """`count` user turns, each an observation frame of about 1.5 KB."""
-    out: list[Message] = []
+    out: list[NeutralMessage] = []
     for index in range(count):
         rng = random.Random(index)
         rows = ["".join(rng.choices(".....#", k=FRAME_COLS)) for _ in range(FRAME_ROWS)]
@@ -173,7 +173,7 @@ def pieces(text: str) -> list[str]:
     return [text[i : i + TOKEN_CHARS] for i in range(0, len(text), TOKEN_CHARS)]
 
 
-def message_tokens(message: Message) -> int:
+def message_tokens(message: NeutralMessage) -> int:
     """The estimate the manual_rolling window uses: `ceil(chars / 3.5) + 4`."""
     chars = sum(len(value) for key, value in message.items() if key != "role")
     return math.ceil(chars / 3.5) + 4
@@ -453,7 +453,7 @@ def satchel_conversation(profile: Profile, http: httpx.Client | httpx2.Client) -
     policy = profile.retry_policy()
     system = system_prompt()
 
-    def run(turns: Sequence[Message]) -> Iterator[int]:
+    def run(turns: Sequence[NeutralMessage]) -> Iterator[int]:
         session = Session(adapter, policy=policy)
         for index, frame in enumerate(turns):
             accepted = session.turn([system, frame] if index == 0 else [frame], answer_text)
@@ -545,7 +545,7 @@ def bare_conversation(
                     thought.append(piece)
         return "".join(text), "".join(thought) or None, used
 
-    def run(turns: Sequence[Message]) -> Iterator[int]:
+    def run(turns: Sequence[NeutralMessage]) -> Iterator[int]:
         messages: list[Any] = [system]
         if window is not None:
             window.reset()
@@ -556,7 +556,7 @@ def bare_conversation(
                     del messages[1 : 1 + dropped]
             messages.append(frame)
             text, reasoning, used = ask(messages)
-            answer: Message = {"role": "assistant", "content": text}
+            answer: NeutralMessage = {"role": "assistant", "content": text}
             if replay and reasoning:
                 answer[replay] = reasoning
             messages.append(answer)
@@ -625,7 +625,7 @@ def bare_tool_conversation(
         }
         return "".join(text), "".join(thought), native, used
 
-    def run(turns: Sequence[Message]) -> Iterator[int]:
+    def run(turns: Sequence[NeutralMessage]) -> Iterator[int]:
         messages: list[Any] = [system]
         for frame in turns:
             messages.append(frame)
@@ -677,7 +677,7 @@ def bare_responses_conversation(
                 used = event.response.usage.total_tokens
         return "".join(text), output, used
 
-    def run(turns: Sequence[Message]) -> Iterator[int]:
+    def run(turns: Sequence[NeutralMessage]) -> Iterator[int]:
         items: list[Any] = [{"role": system["role"], "content": system["content"]}]
         for frame in turns:
             items.append({"role": "user", "content": frame["content"]})
@@ -744,7 +744,7 @@ def bare_interactions_conversation(
         )
         return text, output, used
 
-    def run(turns: Sequence[Message]) -> Iterator[int]:
+    def run(turns: Sequence[NeutralMessage]) -> Iterator[int]:
         steps: list[Any] = []
         for frame in turns:
             steps.append(
@@ -813,7 +813,7 @@ def bare_messages_conversation(
         text = "".join(block["text"] for block in content if block["type"] == "text")
         return text, content, used
 
-    def run(turns: Sequence[Message]) -> Iterator[int]:
+    def run(turns: Sequence[NeutralMessage]) -> Iterator[int]:
         messages: list[Any] = []
         for frame in turns:
             messages.append({"role": "user", "content": frame["content"]})
@@ -936,7 +936,7 @@ def lockstep(*loops: Iterator[int]) -> list[float]:
     raise AssertionError("unreachable")
 
 
-def measure(case: Case, turns: Sequence[Message], repeat: int) -> Row:
+def measure(case: Case, turns: Sequence[NeutralMessage], repeat: int) -> Row:
     profile = profile_for(case)
     model = str(profile.request["model"])
     windows: list[BareWindow | None] = [None, None]

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from satchel.providers.deepseek_chat import ANSWER_TOOL_NAME
+from satchel.providers.chat.deepseek_state import ANSWER_TOOL_NAME
 
 _ids = itertools.count(1)
 

@@ -18,7 +18,7 @@ from providers.provider_kit import ENV, OPEN, action, profile, system, user
 from satchel.harness.script import Reply, ReplyUsage, ScriptError, load_script, parse_script
 from satchel.harness.scripted import ScriptedModelServer, serve_forever
 from satchel.providers import build_adapter
-from satchel.providers.chat_wire import call_chat
+from satchel.providers.chat.wire import call_chat
 from satchel.turns import InterruptedStreamError, Session
 
 MESSAGES: list[Any] = [{"role": "user", "content": "frame 1"}]

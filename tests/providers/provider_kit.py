@@ -19,9 +19,9 @@ from satchel.providers import Profile, build_adapter, parse_profiles
 from satchel.providers import profiles as profiles_module
 from satchel.turns import (
     InvalidAnswer,
-    Message,
     ModelResponse,
     ModelTurnRequest,
+    NeutralMessage,
     ProviderAdapter,
     RuntimeState,
     Session,
@@ -102,22 +102,22 @@ def session(
 
 
 def run_once(
-    adapt: ProviderAdapter, messages: Sequence[Message], state: RuntimeState | None = None
+    adapt: ProviderAdapter, messages: Sequence[NeutralMessage], state: RuntimeState | None = None
 ) -> Any:
     """One adapter attempt from `state` (the initial state by default)."""
     start = state if state is not None else adapt.initial_state()
     return adapt.run(ModelTurnRequest(start, tuple(messages)))
 
 
-def user(text: str) -> Message:
+def user(text: str) -> NeutralMessage:
     return {"role": "user", "content": text}
 
 
-def system(text: str) -> Message:
+def system(text: str) -> NeutralMessage:
     return {"role": "system", "content": text}
 
 
-def assistant(text: str, **reasoning: str) -> Message:
+def assistant(text: str, **reasoning: str) -> NeutralMessage:
     return {"role": "assistant", "content": text, **reasoning}
 
 
@@ -133,7 +133,7 @@ def action(response: ModelResponse) -> str:
     return response.text
 
 
-def sent(server: ChatServer, index: int = -1) -> list[Message]:
+def sent(server: ChatServer, index: int = -1) -> list[NeutralMessage]:
     return server.requests[index]["messages"]
 
 
@@ -141,6 +141,6 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def estimate(messages: Sequence[Message]) -> int:
+def estimate(messages: Sequence[NeutralMessage]) -> int:
     """The documented request estimate: `ceil(chars / 3.5) + 4` tokens per message."""
     return sum(math.ceil(len(m["content"]) / 3.5) + 4 for m in messages)

@@ -18,8 +18,8 @@ from chatwire import Failure
 from satchel.compaction import HarnessSummaryCompactor, HarnessSummaryPolicy
 from satchel.harness import build_session
 from satchel.providers import build_adapter
-from satchel.providers.anthropic_state import readable, replayable
-from satchel.providers.anthropic_wire import normalize_usage
+from satchel.providers.anthropic.state import readable, replayable
+from satchel.providers.anthropic.wire import normalize_usage
 from satchel.providers.profiles import ProfileError
 from satchel.turns import ConfigurationError, Session, TurnFailed, Usage
 

@@ -15,7 +15,7 @@ from provider_kit import ENV, OPEN, ROLLING, action, adapter, profile, run_once,
 
 from chatwire import Answer, ChatServer, Failure
 from satchel.providers import build_adapter
-from satchel.providers.chat_wire import call_chat
+from satchel.providers.chat.wire import call_chat
 from satchel.turns import (
     AttemptError,
     ContextOverflowError,

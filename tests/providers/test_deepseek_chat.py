@@ -24,12 +24,8 @@ from chatwire import (
     Failure,
     answer,
 )
-from satchel.providers.deepseek_chat import (
-    ANSWER_TOOL,
-    ANSWER_TOOL_NAME,
-    TOOL_RESULT,
-    DeepSeekChatAdapter,
-)
+from satchel.providers.chat.deepseek_chat import DeepSeekChatAdapter
+from satchel.providers.chat.deepseek_state import ANSWER_TOOL, ANSWER_TOOL_NAME, TOOL_RESULT
 from satchel.turns import (
     AttemptError,
     ConfigurationError,

@@ -17,13 +17,9 @@ from provider_kit import action, system, user
 
 from googlewire import Answer, Failure, InteractionsServer
 from satchel.compaction.harness_summary import HarnessSummaryCompactor, HarnessSummaryPolicy
-from satchel.providers.google_interactions import (
-    DESCRIPTOR,
-    GoogleInteractionsAdapter,
-    build_google_interactions,
-    check_google_request,
-)
-from satchel.providers.google_wire import normalize_usage
+from satchel.providers.google.adapter import DESCRIPTOR, GoogleInteractionsAdapter
+from satchel.providers.google.spec import GOOGLE_INTERACTIONS
+from satchel.providers.google.wire import normalize_usage
 from satchel.turns import (
     AttemptError,
     ConfigurationError,
@@ -360,12 +356,14 @@ def test_a_profile_that_cannot_be_honoured_is_refused_naming_the_field(
     edit: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(ConfigurationError) as raised:
-        check_google_request({**REQUEST, **edit}, "continuous_conversation")
+        GOOGLE_INTERACTIONS.validate_request({**REQUEST, **edit}, "continuous_conversation")
     assert str(raised.value).startswith(f"{field}:")
 
 
 def test_store_may_be_left_out_and_is_always_sent_false() -> None:
-    assert check_google_request({**REQUEST, "store": False}, "continuous_conversation")
+    assert GOOGLE_INTERACTIONS.validate_request(
+        {**REQUEST, "store": False}, "continuous_conversation"
+    )
     server = InteractionsServer(Answer("ACTION1"))
     adapter = make_adapter(server)
     run(adapter, adapter.initial_state(), "frame 1")
@@ -380,7 +378,7 @@ def test_the_factory_builds_the_sdk_client_on_the_given_http_client() -> None:
         client=SimpleNamespace(base_url="https://gemini.test", timeout_s=30.0, max_retries=0),
         runtime=SimpleNamespace(compaction=SimpleNamespace(summary_max_output_tokens=500)),
     )
-    adapter = build_google_interactions(profile, server.client(), "g-test-key")  # type: ignore[arg-type]
+    adapter = GOOGLE_INTERACTIONS.factory(profile, server.client(), "g-test-key")  # type: ignore[arg-type]
     assert isinstance(adapter, SummaryCompactionAdapter)
     assert adapter.descriptor == DESCRIPTOR
     result = run(adapter, adapter.initial_state(), "frame 1")
@@ -394,7 +392,7 @@ def test_the_descriptor_names_the_adapter() -> None:
         "adapter_id": "google.interactions.v1",
         "provider": "google",
         "api_surface": "interactions",
-        "implementation_path": "src/satchel/providers/google_interactions.py",
+        "implementation_path": "src/satchel/providers/google/adapter.py",
         "version": "1.0.0",
         "strategies": ["continuous_conversation"],
         "review_status": "unreviewed",

@@ -17,9 +17,12 @@ from chatwire import Failure
 from responseswire import Output, ResponsesServer
 from satchel.harness import build_session
 from satchel.providers import build_adapter
-from satchel.providers.openai_responses import OpenAIResponseHandleAdapter, OpenAIResponsesAdapter
 from satchel.providers.profiles import ProfileError
-from satchel.providers.responses_wire import call_responses
+from satchel.providers.responses.openai_responses import (
+    OpenAIResponseHandleAdapter,
+    OpenAIResponsesAdapter,
+)
+from satchel.providers.responses.wire import call_responses
 from satchel.turns import (
     InvalidResponseError,
     RefusalError,

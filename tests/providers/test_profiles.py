@@ -95,7 +95,7 @@ def test_the_example_profiles_build_their_adapters() -> None:
 
     open_weight = build_adapter(profiles[OPEN], http_client=ChatServer().client(), env=ENV)
     assert isinstance(open_weight, OpenSourceChatAdapter)
-    assert open_weight.reasoning_fields == ("reasoning_content",)
+    assert open_weight.handling.reasoning_fields == ("reasoning_content",)
     assert open_weight.model == "Qwen/Qwen3-32B"
     assert SECRET not in str(open_weight.settings())
 

@@ -15,9 +15,9 @@ from provider_kit import entry as entry_for
 from chatwire import Answer, ChatServer
 from satchel.providers import REGISTRY, OpenAIChatAdapter, OpenSourceChatAdapter
 from satchel.providers import profiles as profiles_module
-from satchel.providers.openai_responses import OpenAIResponsesAdapter
 from satchel.providers.profiles import ProfileError, parse_profiles
-from satchel.providers.xai_responses import XAIResponsesAdapter
+from satchel.providers.responses.openai_responses import OpenAIResponsesAdapter
+from satchel.providers.responses.xai_responses import XAIResponsesAdapter
 from satchel.turns import AdapterRegistry, ConfigurationError, RuntimeState, Session, StateError
 
 ROLLING_ID = "openai.chat_completions.v1"

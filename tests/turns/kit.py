@@ -13,9 +13,9 @@ from chatwire import ChatServer
 from googlewire import InteractionsServer
 from satchel.compaction import SUMMARY_PROMPT, HarnessSummaryCompactor, HarnessSummaryPolicy
 from satchel.providers import OpenAIChatAdapter, OpenSourceChatAdapter
-from satchel.providers.deepseek_chat import DeepSeekChatAdapter
-from satchel.providers.google_interactions import GoogleInteractionsAdapter
-from satchel.turns import InvalidAnswer, Message, ModelResponse, SummaryCompactionAdapter
+from satchel.providers.chat.deepseek_chat import DeepSeekChatAdapter
+from satchel.providers.google.adapter import GoogleInteractionsAdapter
+from satchel.turns import InvalidAnswer, ModelResponse, NeutralMessage, SummaryCompactionAdapter
 
 
 def client(server: ChatServer, api_key: str = "sk-test") -> openai.OpenAI:
@@ -121,11 +121,11 @@ class Sleeps(list[float]):
         self.append(seconds)
 
 
-def user(text: str) -> Message:
+def user(text: str) -> NeutralMessage:
     return {"role": "user", "content": text}
 
 
-def system(text: str) -> Message:
+def system(text: str) -> NeutralMessage:
     return {"role": "system", "content": text}
 
 

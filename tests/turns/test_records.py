@@ -244,7 +244,7 @@ def test_run_meta_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         },
         "provider": "open_source",
         "api_surface": "chat.completions",
-        "implementation_path": "src/satchel/providers/open_source_chat.py",
+        "implementation_path": "src/satchel/providers/chat/open_source_chat.py",
         "adapter_version": "1.0.0",
         "review_status": "unreviewed",
         "commit_sha": None,
@@ -307,7 +307,7 @@ def test_commit_sha_comes_from_the_environment_only(
     runtime = session.finish("WIN", run_id="r", started_at=STARTED)["runtime"]
     assert runtime["commit_sha"] == sha
     assert runtime["source_permalink"] == (
-        f"https://example.org/satchel/blob/{sha}/src/satchel/providers/open_source_chat.py"
+        f"https://example.org/satchel/blob/{sha}/src/satchel/providers/chat/open_source_chat.py"
     )
 
     monkeypatch.setenv("SATCHEL_COMMIT_SHA", "main; echo pwned")

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import googlewire
 from chatwire import Answer, Call, Called, ChatServer, DeepSeekServer, Failure, deepseek_usage
 from satchel.compaction import BRIDGE_TEMPLATE, SUMMARY_PROMPT
-from satchel.providers.deepseek_chat import ANSWER_TOOL, ANSWER_TOOL_NAME, TOOL_RESULT
-from satchel.turns import AcceptedTurn, Message, RetryPolicy, Session, TurnFailed, Usage
+from satchel.providers.chat.deepseek_state import ANSWER_TOOL, ANSWER_TOOL_NAME, TOOL_RESULT
+from satchel.turns import AcceptedTurn, NeutralMessage, RetryPolicy, Session, TurnFailed, Usage
 from turns.kit import (
     Sleeps,
     compactor,
@@ -359,7 +359,7 @@ def answered(reply: Answer | Called | Interaction) -> str:
 
 @dataclass
 class RefTurn:
-    items: list[Message]
+    items: list[NeutralMessage]
     reasoning: str | None
 
 
@@ -371,26 +371,26 @@ class Reference:
     deepseek: bool = False
     google = False
     conversation = "messages"  # the request key the conversation travels in
-    preamble: list[Message] = field(default_factory=list)
-    bridge: Message | None = None
+    preamble: list[NeutralMessage] = field(default_factory=list)
+    bridge: NeutralMessage | None = None
     turns: list[RefTurn] = field(default_factory=list)
-    pending: list[Message] = field(default_factory=list)
+    pending: list[NeutralMessage] = field(default_factory=list)
     compactions: int = 0
 
-    def history(self, turns: list[RefTurn] | None = None) -> list[Message]:
+    def history(self, turns: list[RefTurn] | None = None) -> list[NeutralMessage]:
         lead = [self.bridge] if self.bridge else []
         return [*lead, *(m for t in (self.turns if turns is None else turns) for m in t.items)]
 
-    def request(self, new: list[Message]) -> list[Message]:
+    def request(self, new: list[NeutralMessage]) -> list[NeutralMessage]:
         return [*self.preamble, *self.history(), *self.pending, *new]
 
-    def summary_request(self, turns: list[RefTurn]) -> list[Message]:
+    def summary_request(self, turns: list[RefTurn]) -> list[NeutralMessage]:
         return [*self.preamble, *self.history(turns), user(SUMMARY_PROMPT)]
 
-    def bridge_item(self, summary: str) -> Message:
+    def bridge_item(self, summary: str) -> NeutralMessage:
         return user(BRIDGE_TEMPLATE.format(summary=summary))
 
-    def commit(self, new: list[Message], reply: Any) -> None:
+    def commit(self, new: list[NeutralMessage], reply: Any) -> None:
         inputs = [*self.pending, *new]
         if not self.history() and not self.preamble:
             lead = 0
@@ -401,17 +401,17 @@ class Reference:
             self.turns.append(RefTurn([*inputs, *self.called(reply)], reply.reasoning))
             self.pending = []
             return
-        answer: Message = {"role": "assistant", "content": reply.text}
+        answer: NeutralMessage = {"role": "assistant", "content": reply.text}
         if reply.reasoning and self.fields:
             answer.update(dict.fromkeys(self.fields, reply.reasoning))
         self.turns.append(RefTurn([*inputs, answer], reply.reasoning))
         self.pending = []
 
     @staticmethod
-    def called(reply: Called) -> list[Message]:
+    def called(reply: Called) -> list[NeutralMessage]:
         """An accepted DeepSeek answer as replayed: the call with its reasoning, then its result."""
         (call,) = reply.calls
-        answer: Message = {"role": "assistant", "content": reply.content or ""}
+        answer: NeutralMessage = {"role": "assistant", "content": reply.content or ""}
         if reply.reasoning is not None:
             answer["reasoning_content"] = reply.reasoning
         answer["tool_calls"] = [
@@ -423,7 +423,7 @@ class Reference:
         ]
         return [answer, {"role": "tool", "tool_call_id": call.id, "content": TOOL_RESULT}]
 
-    def keys(self, kind: str, new: list[Message] | None = None) -> dict[str, Any]:
+    def keys(self, kind: str, new: list[NeutralMessage] | None = None) -> dict[str, Any]:
         """The request keys besides `messages` each request must carry (or, ABSENT, leave out)."""
         if not self.deepseek:
             return {}
@@ -442,7 +442,7 @@ class Reference:
             start += len(turn.items)
         return out
 
-    def readable(self, message: Message) -> Message:
+    def readable(self, message: NeutralMessage) -> NeutralMessage:
         out = {"role": message["role"], "content": message["content"]}
         for name in self.fields:
             if name in message:
@@ -454,7 +454,7 @@ class Reference:
         return out
 
 
-def google_step(message: Message) -> dict[str, Any]:
+def google_step(message: NeutralMessage) -> dict[str, Any]:
     return {"type": "user_input", "content": [{"type": "text", "text": message["content"]}]}
 
 
@@ -482,14 +482,14 @@ class GoogleReference:
         return [*lead, *(s for t in (self.turns if turns is None else turns) for s in t.items)]
 
     @staticmethod
-    def users(new: list[Message]) -> list[dict[str, Any]]:
+    def users(new: list[NeutralMessage]) -> list[dict[str, Any]]:
         return [google_step(m) for m in new if m["role"] == "user"]
 
     @staticmethod
-    def system_of(new: list[Message]) -> str | None:
+    def system_of(new: list[NeutralMessage]) -> str | None:
         return next((str(m["content"]) for m in new if m["role"] == "system"), None)
 
-    def request(self, new: list[Message]) -> list[dict[str, Any]]:
+    def request(self, new: list[NeutralMessage]) -> list[dict[str, Any]]:
         return [*self.history(), *self.pending, *self.users(new)]
 
     def summary_request(self, turns: list[GoogleTurn]) -> list[dict[str, Any]]:
@@ -498,13 +498,13 @@ class GoogleReference:
     def bridge_item(self, summary: str) -> dict[str, Any]:
         return google_step(user(BRIDGE_TEMPLATE.format(summary=summary)))
 
-    def commit(self, new: list[Message], reply: Interaction) -> None:
+    def commit(self, new: list[NeutralMessage], reply: Interaction) -> None:
         items = [*self.pending, *self.users(new), *reply.steps]
         self.turns.append(GoogleTurn(items, reply.reasoning))
         self.system = self.system_of(new) or self.system
         self.pending = []
 
-    def keys(self, kind: str, new: list[Message] | None = None) -> dict[str, Any]:
+    def keys(self, kind: str, new: list[NeutralMessage] | None = None) -> dict[str, Any]:
         system = self.system_of(new or []) or self.system
         return {"store": False, "system_instruction": ABSENT if system is None else system}
 
@@ -521,7 +521,7 @@ class GoogleReference:
         return out
 
     @staticmethod
-    def readable(step: dict[str, Any]) -> Message:
+    def readable(step: dict[str, Any]) -> NeutralMessage:
         text = "".join(part["text"] for part in step.get("content", ()))
         if step["type"] == "user_input":
             return {"role": "user", "content": text}
@@ -575,7 +575,7 @@ class Limits:
 
 def replay_turn(
     ref: Any,
-    new: list[Message],
+    new: list[NeutralMessage],
     actions: list[str],
     summaries: list[str],
     served: Served,

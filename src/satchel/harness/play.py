@@ -23,8 +23,8 @@ from satchel.turns import (
     ContextOverflowError,
     FatalAttemptError,
     InterruptedStreamError,
-    Message,
     ModelResponse,
+    NeutralMessage,
     Session,
     TransientError,
     TurnFailed,
@@ -173,7 +173,7 @@ class Player:
                 new_level=new_level,
                 reset_allowed=reset_allowed,
             )
-            new: list[Message] = [{"role": "user", "content": text}]
+            new: list[NeutralMessage] = [{"role": "user", "content": text}]
             if first:
                 new.insert(0, {"role": "system", "content": system_prompt(self.carry_forward)})
             try:

@@ -29,7 +29,7 @@ from typing import Any
 
 from satchel.harness.loopback import Served
 from satchel.harness.script import FALLBACK, Reply, Script, ScriptLike, parse_script
-from satchel.providers.chat_wire import REASONING_FIELDS
+from satchel.providers.chat.wire import REASONING_FIELDS
 
 REASONING_FIELD = REASONING_FIELDS[0]  # `reasoning_content`, the field the adapters read first
 DEFAULT_MODEL = "scripted-model"

@@ -1,7 +1,7 @@
-"""Provider adapters (one module per adapter id), their registry, and model profiles."""
+"""Provider adapters by family (one spec per adapter id), their registry, and model profiles."""
 
-from satchel.providers.open_source_chat import OpenSourceChatAdapter
-from satchel.providers.openai_chat import OpenAIChatAdapter
+from satchel.providers.chat.open_source_chat import OpenSourceChatAdapter
+from satchel.providers.chat.openai_chat import OpenAIChatAdapter
 from satchel.providers.profiles import (
     Profile,
     ProfileError,

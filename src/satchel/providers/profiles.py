@@ -11,8 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from satchel.providers.open_source_chat import OpenSourceChatAdapter
-from satchel.providers.registry import REGISTRY
+from satchel.providers.registry import REGISTRY, SPECS
 from satchel.turns import ConfigurationError, Pricing, ProviderAdapter, RetryPolicy
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
@@ -215,7 +214,8 @@ def _check(profile: Profile) -> None:
             "runtime.reasoning_replay", "only continuous_conversation replays reasoning"
         )
     replay = runtime.reasoning_replay
-    if replay is None and adapter_id == OpenSourceChatAdapter.descriptor.adapter_id:
+    spec = SPECS.get(adapter_id)
+    if replay is None and spec is not None and spec.needs_reasoning_replay:
         raise _FieldError(
             "runtime.reasoning_replay",
             f"{adapter_id} needs it named: reasoning_content, reasoning or both, as the model "

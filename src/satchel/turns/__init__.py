@@ -32,7 +32,7 @@ from satchel.turns.errors import (
     TruncatedError,
     TurnFailed,
 )
-from satchel.turns.messages import Message
+from satchel.turns.messages import NeutralMessage
 from satchel.turns.records import RecordsWriter
 from satchel.turns.redaction import redact
 from satchel.turns.registry import AdapterRegistry
@@ -56,11 +56,11 @@ __all__ = [
     "InterruptedStreamError",
     "InvalidAnswer",
     "InvalidResponseError",
-    "Message",
     "ModelResponse",
     "ModelTurnRequest",
     "ModelTurnResult",
     "NativeCompaction",
+    "NeutralMessage",
     "Pricing",
     "ProviderAdapter",
     "RecordsWriter",

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from satchel.turns.messages import Message
+from satchel.turns.messages import NeutralMessage
 from satchel.turns.state import RuntimeState, TurnBoundary
 from satchel.turns.usage import Usage
 
@@ -45,7 +45,7 @@ class ModelTurnRequest:
     with native compaction compacts the accepted history first, inside this attempt."""
 
     state: RuntimeState
-    new_messages: tuple[Message, ...]
+    new_messages: tuple[NeutralMessage, ...]
     attempt: int = 1
     compact: bool = False
 
@@ -111,7 +111,7 @@ class ModelTurnResult:
     provisional_state: RuntimeState
     request_record: RequestRecord
     telemetry: TransitionTelemetry
-    readable_request_messages: tuple[Message, ...] = field(default=())
+    readable_request_messages: tuple[NeutralMessage, ...] = field(default=())
     compaction: NativeCompaction | None = None
 
 
@@ -137,7 +137,9 @@ class ProviderAdapter(Protocol):
         `since`: the validated state `state` extends (see `RuntimeState.validate`)."""
         ...
 
-    def buffer_inputs(self, state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:
+    def buffer_inputs(
+        self, state: RuntimeState, messages: Sequence[NeutralMessage]
+    ) -> RuntimeState:
         """Return `state` with `messages` waiting for the next request, so retries keep them."""
         ...
 

@@ -7,14 +7,14 @@ from typing import Any
 
 from satchel.turns.errors import ConfigurationError
 
-Message = dict[str, Any]
+NeutralMessage = dict[str, Any]
 """`{"role": "system" | "user" | "assistant", "content": str | list[content part]}`."""
 
 INPUT_ROLES = frozenset({"system", "user"})
 INPUT_FIELDS = frozenset({"role", "content", "name"})
 
 
-def check_input_messages(messages: Sequence[Message], what: str = "new_messages") -> None:
+def check_input_messages(messages: Sequence[NeutralMessage], what: str = "new_messages") -> None:
     """Refuse input messages that are not `{"role": "system"|"user", "content": ...}` dicts."""
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise ConfigurationError(

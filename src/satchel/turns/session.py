@@ -31,7 +31,7 @@ from satchel.turns.errors import (
     TruncatedError,
     TurnFailed,
 )
-from satchel.turns.messages import Message, check_input_messages
+from satchel.turns.messages import NeutralMessage, check_input_messages
 from satchel.turns.records import RecordsWriter, action_record, fit_text, runtime_metadata
 from satchel.turns.redaction import redact
 from satchel.turns.state import RuntimeState
@@ -175,7 +175,7 @@ class Session:
     def compactions(self) -> int:
         return self._compactions
 
-    def buffer(self, messages: Sequence[Message]) -> None:
+    def buffer(self, messages: Sequence[NeutralMessage]) -> None:
         """Commit inputs that must survive retries (a reset observation) into the accepted state."""
         check_input_messages(messages, "buffered messages")
         state = self.adapter.buffer_inputs(self._state, list(messages))
@@ -183,7 +183,7 @@ class Session:
         self._state = state
 
     def turn[T](
-        self, new_messages: Sequence[Message], parse: Callable[[ModelResponse], T]
+        self, new_messages: Sequence[NeutralMessage], parse: Callable[[ModelResponse], T]
     ) -> AcceptedTurn[T]:
         """Ask until `parse` accepts an answer; commit only then. Raises `TurnFailed` otherwise.
 
@@ -207,7 +207,7 @@ class Session:
     def _turn[T](
         self,
         turn: _Turn,
-        new: tuple[Message, ...],
+        new: tuple[NeutralMessage, ...],
         parse: Callable[[ModelResponse], T],
         started: float,
     ) -> AcceptedTurn[T]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from satchel.turns.errors import StateError
-from satchel.turns.messages import Message
+from satchel.turns.messages import NeutralMessage
 
 SCHEMA_VERSION = 1
 STRATEGIES = ("manual_rolling", "previous_response_id", "continuous_conversation")
@@ -19,7 +19,7 @@ class TurnBoundary:
 
     start_item: int
     end_item: int
-    messages: tuple[Message, ...] = ()
+    messages: tuple[NeutralMessage, ...] = ()
     reasoning_summary: str | None = None
 
     def to_json(self) -> dict[str, Any]:

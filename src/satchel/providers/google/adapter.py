@@ -13,71 +13,46 @@ stream go to the retry policy, and the accepted state stays as it was.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google import genai
-from google.genai import types as genai_types
-from google.genai._gaos.types.interactions import CreateModelInteraction
 
-from satchel.providers.google_state import (
+from satchel.providers.google.settings import InteractionsSettings
+from satchel.providers.google.state import (
+    InteractionsState,
     Step,
-    buffered,
-    check_payload,
-    committed,
-    descriptor,
-    empty_payload,
-    readable,
     split_inputs,
     user_step,
 )
-from satchel.providers.google_wire import InteractionReply, call_interactions, failed_error
-from satchel.providers.openai_sdk import check_settings, reply_error
-from satchel.providers.unwinding import rebuilt, unwind_latest
+from satchel.providers.google.wire import InteractionReply, call_interactions, failed_error
+from satchel.providers.kit.adapter import AdapterBase
+from satchel.providers.kit.errors import reply_error
+from satchel.providers.kit.result import turn_result
+from satchel.providers.kit.state import History
+from satchel.providers.kit.unwinding import rebuilt, unwind_latest
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
     InvalidResponseError,
-    Message,
-    ModelResponse,
     ModelTurnRequest,
     ModelTurnResult,
-    RequestRecord,
+    NeutralMessage,
     RuntimeState,
     SummaryReply,
     TransitionTelemetry,
     TruncatedError,
     UnwoundTurn,
-    redact,
 )
-
-if TYPE_CHECKING:
-    from satchel.providers.profiles import Profile
 
 DESCRIPTOR = AdapterDescriptor(
     adapter_id="google.interactions.v1",
     provider="google",
     api_surface="interactions",
-    implementation_path="src/satchel/providers/google_interactions.py",
+    implementation_path="src/satchel/providers/google/adapter.py",
     version="1.0.0",
     strategies=("continuous_conversation",),
     review_status="unreviewed",
     compaction=("none", "harness_summary"),
-)
-SDK_REQUEST_KEYS = frozenset(
-    field.alias or name for name, field in CreateModelInteraction.model_fields.items()
-) | {"extra_body"}
-# Settings that would move the conversation's state out of the adapter's hands (the input, the
-# system instruction from the session, server-side history and continuation), or make an
-# answer something other than plain text.
-OWNED_KEYS = (
-    "input",
-    "system_instruction",
-    "previous_interaction_id",
-    "background",
-    "continuation_token",
-    "tools",
-    "environment",
-    "webhook_config",
 )
 # Statuses that mean the answer stopped before it was whole.
 _CUT_SHORT = {
@@ -88,67 +63,12 @@ _CUT_SHORT = {
 _ANSWER_STEPS = frozenset({"thought", "model_output"})
 
 
-def check_google_request(
-    request: object, strategy: str, compaction: str = "none"
-) -> dict[str, Any]:
-    """The profile rules of `google.interactions.v1`, refused naming the field."""
-    settings = check_settings(
-        request,
-        api="Interactions",
-        sdk_keys=SDK_REQUEST_KEYS,
-        owned=OWNED_KEYS,
-        why_owned=f"{DESCRIPTOR.adapter_id} owns the conversation's input and state (the system "
-        "instruction comes from the session, the provider keeps nothing), and answers in plain "
-        "text",
-        sdk="google-genai",
-    )
-    if settings.get("store", False) is not False:
-        raise ConfigurationError(
-            "request.store: continuous_conversation needs store: false (the adapter carries the "
-            "conversation, the provider keeps nothing)"
-        )
-    if "stream" in settings and not isinstance(settings["stream"], bool):
-        raise ConfigurationError("request.stream: expected true or false")
-    config = settings.get("generation_config")
-    if not isinstance(config, Mapping):
-        raise ConfigurationError(
-            "request.generation_config: expected a mapping with thinking_summaries: auto"
-        )
-    if config.get("thinking_summaries") != "auto":
-        raise ConfigurationError(
-            "request.generation_config.thinking_summaries: continuous_conversation needs auto, "
-            f"got {config.get('thinking_summaries')!r}"
-        )
-    return settings
-
-
-def build_client(profile: Profile, http_client: Any, api_key: str) -> genai.Client:
-    """The SDK client of a profile: its base URL, timeout and retries; `http_client` (an
-    `httpx.Client`) replaces the SDK's own transport when given."""
-    options = genai_types.HttpOptions(
-        base_url=profile.client.base_url,
-        timeout=round(profile.client.timeout_s * 1000) if profile.client.timeout_s else None,
-        retry_options=genai_types.HttpRetryOptions(attempts=profile.client.max_retries + 1),
-        httpx_client=http_client,
-    )
-    return genai.Client(api_key=api_key, http_options=options)
-
-
-def build_google_interactions(profile: Profile, http_client: Any, api_key: str) -> Any:
-    """The registry's factory of `google.interactions.v1`."""
-    return GoogleInteractionsAdapter(
-        build_client(profile, http_client, api_key),
-        profile.request,
-        summary_max_tokens=profile.runtime.compaction.summary_max_output_tokens,
-    )
-
-
-class GoogleInteractionsAdapter:
+class GoogleInteractionsAdapter(AdapterBase):
     """Continuous conversation over Gemini Interactions; see the module docstring."""
 
     descriptor = DESCRIPTOR
     strategy = "continuous_conversation"
-    opaque_fields: frozenset[str] = frozenset()
+    handling = InteractionsState()
 
     def __init__(
         self,
@@ -158,29 +78,9 @@ class GoogleInteractionsAdapter:
         summary_max_tokens: int | None = None,
     ) -> None:
         self.client = client
-        self.request = check_google_request(request, self.strategy)
+        self.request = InteractionsSettings.check(request, DESCRIPTOR.adapter_id, self.strategy)
         self.model = str(self.request["model"])
         self.summary_max_tokens = summary_max_tokens
-
-    @classmethod
-    def validate_request(
-        cls, request: object, strategy: str, compaction: str = "none"
-    ) -> dict[str, Any]:
-        return check_google_request(request, strategy, compaction)
-
-    def initial_state(self) -> RuntimeState:
-        return RuntimeState(self.descriptor.adapter_id, self.strategy, empty_payload())
-
-    def check_state(self, state: RuntimeState, since: RuntimeState | None = None) -> None:
-        state.validate(since)
-        state.check_owner(self.descriptor.adapter_id, (self.strategy,))
-        check_payload(state)
-
-    def buffer_inputs(self, state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:
-        return buffered(state, messages)
-
-    def settings(self) -> dict[str, Any]:
-        return dict(self.request)
 
     def run(self, request: ModelTurnRequest) -> ModelTurnResult:
         state = request.state
@@ -191,32 +91,29 @@ class GoogleInteractionsAdapter:
         sent = [*state.payload["steps"], *inputs]
         reply = call_interactions(self.client, self._body(self.request, system, sent))
         text = self.accept(reply)
-        assert reply.usage is not None
-        provisional = committed(state, system, inputs, reply.steps, reply.reasoning)
-        return ModelTurnResult(
-            response=ModelResponse(
-                text=text,
-                reasoning=reply.reasoning,
-                finish_reason="completed",
-                model=reply.model or self.model,
-                response_id=reply.interaction_id,
-            ),
+        history = History(state.payload["steps"], state.accepted_turns)
+        provisional = self.handling.committed(
+            state, history, inputs, reply.steps, reply.reasoning, system
+        )
+        return turn_result(
+            self,
+            text=text,
+            reasoning=reply.reasoning,
+            finish_reason="completed",
+            model=reply.model,
+            response_id=reply.interaction_id,
             usage=reply.usage,
-            provisional_state=provisional,
-            request_record=RequestRecord(
-                input_items=tuple(descriptor(i, step) for i, step in enumerate(sent)),
-                settings=redact(self.settings(), self.opaque_fields),
-            ),
+            provisional=provisional,
+            sent=sent,
             telemetry=TransitionTelemetry(
                 items_sent=len(sent),
                 history_before=len(state.payload["steps"]),
                 history_after=len(provisional.payload["steps"]),
             ),
-            readable_request_messages=tuple(readable(step) for step in sent),
         )
 
     def _inputs(
-        self, state: RuntimeState, messages: Sequence[Message]
+        self, state: RuntimeState, messages: Sequence[NeutralMessage]
     ) -> tuple[str | None, list[Step]]:
         """The session's system instruction (fixed by its first turn) and this turn's steps."""
         system, users = split_inputs(messages, "new_messages")

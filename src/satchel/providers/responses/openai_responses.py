@@ -10,27 +10,23 @@ id and the inputs waiting for the next call: the provider keeps the conversation
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import openai
 
-from satchel.providers.openai_sdk import reply_error
-from satchel.providers.responses_adapter import (
-    ResponsesAdapter,
-    check_replay,
-    check_request,
-)
-from satchel.providers.responses_state import input_item
-from satchel.providers.responses_wire import call_responses
-from satchel.providers.unwinding import rebuilt, unwind_latest
+from satchel.providers.kit.errors import reply_error
+from satchel.providers.kit.unwinding import rebuilt, unwind_latest
+from satchel.providers.responses.adapter import ResponsesAdapter
+from satchel.providers.responses.settings import OpenAIResponsesSettings
+from satchel.providers.responses.state import input_item
+from satchel.providers.responses.wire import call_responses
 from satchel.turns import (
     AdapterDescriptor,
-    ConfigurationError,
     InvalidResponseError,
-    Message,
     ModelTurnRequest,
     ModelTurnResult,
+    NeutralMessage,
     RuntimeState,
     StateError,
     SummaryReply,
@@ -42,7 +38,7 @@ DESCRIPTOR = AdapterDescriptor(
     adapter_id="openai.responses.v1",
     provider="openai",
     api_surface="responses",
-    implementation_path="src/satchel/providers/openai_responses.py",
+    implementation_path="src/satchel/providers/responses/openai_responses.py",
     version="1.0.0",
     strategies=("continuous_conversation", "previous_response_id"),
     review_status="provider_reference",
@@ -50,61 +46,11 @@ DESCRIPTOR = AdapterDescriptor(
 )
 
 
-def check_openai_request(
-    request: object, strategy: str, compaction: str = "none"
-) -> dict[str, Any]:
-    """The profile rules of `openai.responses.v1` for `strategy`, refused naming the field."""
-    if isinstance(request, Mapping) and "previous_response_id" in request:
-        raise ConfigurationError(
-            "request.previous_response_id: not allowed; choose runtime.state: "
-            "previous_response_id and the adapter keeps the handle"
-        )
-    settings = check_request(request, DESCRIPTOR.adapter_id)
-    if strategy == "previous_response_id":
-        if settings.get("store") is False:
-            raise ConfigurationError(
-                "request.store: previous_response_id needs the provider to store responses"
-            )
-        if "context_management" in settings:
-            _check_context_management(settings["context_management"])
-        return settings
-    check_replay(settings)
-    reasoning = settings.get("reasoning")
-    if not isinstance(reasoning, Mapping):
-        raise ConfigurationError(
-            "request.reasoning: continuous_conversation needs reasoning.context: auto and "
-            "reasoning.summary: auto"
-        )
-    for key in ("context", "summary"):
-        if reasoning.get(key) != "auto":
-            raise ConfigurationError(
-                f"request.reasoning.{key}: continuous_conversation needs auto, "
-                f"got {reasoning.get(key)!r}"
-            )
-    if "context_management" in settings:
-        _check_context_management(settings["context_management"])
-    return settings
-
-
-def _check_context_management(value: object) -> None:
-    entries = value if isinstance(value, list) else None
-    if not entries or not all(
-        isinstance(entry, Mapping)
-        and entry.get("type") == "compaction"
-        and type(entry.get("compact_threshold")) is int
-        and entry["compact_threshold"] > 0
-        for entry in entries
-    ):
-        raise ConfigurationError(
-            "request.context_management: expected a list of {type: compaction, "
-            "compact_threshold: <positive tokens>}"
-        )
-
-
 class OpenAIResponsesAdapter(ResponsesAdapter):
     """Continuous conversation over OpenAI Responses, with the harness-summary capability."""
 
     descriptor = DESCRIPTOR
+    request_settings = OpenAIResponsesSettings
 
     def __init__(
         self,
@@ -115,12 +61,6 @@ class OpenAIResponsesAdapter(ResponsesAdapter):
     ) -> None:
         super().__init__(client, request)
         self.summary_max_tokens = summary_max_tokens
-
-    @classmethod
-    def validate_request(
-        cls, request: object, strategy: str, compaction: str = "none"
-    ) -> dict[str, Any]:
-        return check_openai_request(request, strategy)
 
     def native_items(self, state: RuntimeState) -> int:
         return len(state.payload["items"])
@@ -153,12 +93,7 @@ class OpenAIResponseHandleAdapter(ResponsesAdapter):
 
     descriptor = DESCRIPTOR
     strategy = "previous_response_id"
-
-    @classmethod
-    def validate_request(
-        cls, request: object, strategy: str, compaction: str = "none"
-    ) -> dict[str, Any]:
-        return check_openai_request(request, strategy)
+    request_settings = OpenAIResponsesSettings
 
     def initial_state(self) -> RuntimeState:
         return RuntimeState(self.descriptor.adapter_id, self.strategy, _handle(None, []))
@@ -176,7 +111,9 @@ class OpenAIResponseHandleAdapter(ResponsesAdapter):
         if state.accepted_turns:
             raise StateError("RuntimeState.accepted_turns: the provider holds the turns")
 
-    def buffer_inputs(self, state: RuntimeState, messages: Sequence[Message]) -> RuntimeState:
+    def buffer_inputs(
+        self, state: RuntimeState, messages: Sequence[NeutralMessage]
+    ) -> RuntimeState:
         pending = [*state.payload["pending"], *map(input_item, messages)]
         payload = _handle(state.payload["response_id"], pending)
         return RuntimeState(state.adapter_id, state.strategy, payload)

@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 import openai
 
-from satchel.providers.openai_sdk import (
+from satchel.providers.kit.errors import (
     OVERFLOW_CODES,
-    classify_status_error,
+    classify_openai_status,
     reply_error,
-    sdk_arguments,
     unreachable,
 )
+from satchel.providers.kit.sdk import sdk_arguments
 from satchel.turns import (
     AttemptError,
     ContextOverflowError,
@@ -98,7 +98,7 @@ def call_responses(client: openai.OpenAI, body: dict[str, Any]) -> ResponsesRepl
             return reply
         response = client.responses.create(**arguments)
     except openai.APIStatusError as exc:
-        error = classify_status_error(exc)
+        error = classify_openai_status(exc)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:
@@ -118,7 +118,7 @@ def call_compact(client: openai.OpenAI, model: str, items: list[Item]) -> Respon
             **sdk_arguments({"model": model, "input": items}, "input")
         )
     except openai.APIStatusError as exc:
-        error = classify_status_error(exc)
+        error = classify_openai_status(exc)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:

@@ -1,18 +1,16 @@
-"""What every adapter on the official `openai` SDK shares: how a conversation is handed to the
-SDK, and how SDK errors and unacceptable answers map onto the turn contract's taxonomy. The
-profile checks, the overflow wording and the answer errors serve the `anthropic` adapter too."""
+"""How SDK errors and unacceptable answers map onto the turn contract's taxonomy: the overflow
+wording every family recognizes, the `openai` SDK's HTTP errors, unreachable providers, and the
+error of an answer that cannot be accepted."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import openai
 
 from satchel.turns import (
     AttemptError,
-    ConfigurationError,
     ContextOverflowError,
     Diagnostics,
     FatalAttemptError,
@@ -36,40 +34,6 @@ _OUTPUT_LIMIT = re.compile(
 _INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
 
 
-def check_settings(
-    request: object,
-    *,
-    api: str,
-    sdk_keys: frozenset[str],
-    owned: Sequence[str],
-    why_owned: str,
-    sdk: str = "openai",
-) -> dict[str, Any]:
-    """The checks every profile `request` section passes: a mapping of settings the SDK's `api`
-    method takes (`sdk_keys`), with a model, and none of the `owned` ones (`why_owned` says why
-    the adapter keeps those), neither directly nor in `extra_body`, which is sent as given.
-    Raises `ConfigurationError` naming the field."""
-    if not isinstance(request, Mapping):
-        raise ConfigurationError(f"request: expected a mapping of {api} settings")
-    model = request.get("model")
-    if not isinstance(model, str) or not model:
-        raise ConfigurationError("request.model: a model name is required")
-    extra = request.get("extra_body", {})
-    if not isinstance(extra, Mapping):
-        raise ConfigurationError("request.extra_body: expected a mapping of extra JSON fields")
-    for key in owned:
-        for where, settings in (("request", request), ("request.extra_body", extra)):
-            if key in settings:
-                raise ConfigurationError(f"{where}.{key}: not allowed; {why_owned}")
-    unknown = sorted(set(request) - sdk_keys)
-    if unknown:
-        raise ConfigurationError(
-            f"request.{unknown[0]}: not a {api} setting the {sdk} SDK sends "
-            "(use extra_body for server-specific fields)"
-        )
-    return dict(request)
-
-
 class Answered(Protocol):
     """An answer as far as an error needs it: what it spent, and its request id."""
 
@@ -77,25 +41,9 @@ class Answered(Protocol):
     request_id: str | None
 
 
-def sdk_arguments(body: dict[str, Any], field: str) -> dict[str, Any]:
-    """`body` as `create()` arguments whose conversation (`field`: `messages` or `input`)
-    travels in `extra_body`.
-
-    The SDK walks every parameter against its type hints before sending; over a long
-    conversation that walk is most of a request's client-side time, and for the message and item
-    parameters satchel sends (no aliased or formatted fields) it returns its input unchanged.
-    `extra_body` is merged into the JSON as given, in place of the empty list, so the bytes sent
-    are the same; tests hold them equal.
-    """
-    conversation = body.get(field)
-    if conversation is None:
-        return body
-    extra = {field: conversation, **(body.get("extra_body") or {})}
-    return {**body, field: [], "extra_body": extra}
-
-
-def classify_status_error(exc: openai.APIStatusError) -> AttemptError:
-    """Map an HTTP error answer to the taxonomy; provider messages are inspected, never kept."""
+def classify_openai_status(exc: openai.APIStatusError) -> AttemptError:
+    """Map an HTTP error answer of the `openai` SDK to the taxonomy; provider messages are
+    inspected, never kept."""
     status = exc.status_code
     error_type = exc.type if isinstance(exc.type, str) else None
     code = exc.code if isinstance(exc.code, str) else None

@@ -12,9 +12,10 @@ from typing import Any
 
 import openai
 
-from satchel.providers.chat_adapter import ChatCompletionsAdapter
-from satchel.providers.chat_state import Window, trim_window
-from satchel.turns import AdapterDescriptor, ConfigurationError, Message, RuntimeState
+from satchel.providers.chat.adapter import ChatCompletionsAdapter
+from satchel.providers.chat.state import trim_window
+from satchel.providers.kit.state import History
+from satchel.turns import AdapterDescriptor, ConfigurationError, NeutralMessage, RuntimeState
 
 DEFAULT_TARGET_FRACTION = 0.7
 
@@ -26,7 +27,7 @@ class OpenAIChatAdapter(ChatCompletionsAdapter):
         adapter_id="openai.chat_completions.v1",
         provider="openai",
         api_surface="chat.completions",
-        implementation_path="src/satchel/providers/openai_chat.py",
+        implementation_path="src/satchel/providers/chat/openai_chat.py",
         version="1.0.0",
         strategies=("manual_rolling",),
         review_status="unreviewed",
@@ -54,5 +55,5 @@ class OpenAIChatAdapter(ChatCompletionsAdapter):
         self.limit_tokens = limit_tokens
         self.target_tokens = int(limit_tokens * target_fraction)
 
-    def window(self, state: RuntimeState, inputs: Sequence[Message]) -> Window:
+    def window(self, state: RuntimeState, inputs: Sequence[NeutralMessage]) -> History:
         return trim_window(state, inputs, self.limit_tokens, self.target_tokens)

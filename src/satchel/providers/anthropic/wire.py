@@ -11,7 +11,6 @@ deltas, the stop reason, stop sequence and `stop_details` from `message_delta`, 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,9 @@ from typing import Any
 import anthropic
 import httpx2
 
-from satchel.providers.openai_sdk import overflows, reply_error, sdk_arguments, unreachable
+from satchel.providers.kit.errors import overflows, reply_error, unreachable
+from satchel.providers.kit.logs import hide_bodies
+from satchel.providers.kit.sdk import sdk_arguments
 from satchel.turns import (
     AttemptError,
     ContextOverflowError,
@@ -35,15 +36,9 @@ TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"
 _APPENDED = {"text_delta": "text", "thinking_delta": "thinking", "compaction_delta": "content"}
 
 
-class _WithoutBodies(logging.Filter):
-    """Drops the SDK's debug line that prints each request's options, its JSON body included:
-    signatures and redacted thinking must never reach a log, whatever level a caller sets."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (isinstance(record.msg, str) and record.msg.startswith("Request options"))
-
-
-logging.getLogger("anthropic._base_client").addFilter(_WithoutBodies())
+# The SDK's debug line that prints each request's options carries its JSON body (signatures,
+# redacted thinking).
+hide_bodies("anthropic._base_client", "Request options")
 
 
 @dataclass(slots=True)

@@ -2,7 +2,7 @@
 
 Shared by the Chat Completions adapters: it sends a body, accumulates a stream until the finish
 reason and the usage chunk, and turns SDK exceptions into the turn contract's error taxonomy
-(`openai_sdk`).
+(`kit.errors`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,8 @@ from typing import Any
 import httpx
 import openai
 
-from satchel.providers.openai_sdk import (
-    classify_status_error,
-    reply_error,
-    sdk_arguments,
-    unreachable,
-)
+from satchel.providers.kit.errors import classify_openai_status, reply_error, unreachable
+from satchel.providers.kit.sdk import sdk_arguments
 from satchel.turns import (
     AttemptError,
     Diagnostics,
@@ -82,7 +78,7 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
             return reply
         completion = client.chat.completions.create(**arguments)
     except openai.APIStatusError as exc:
-        error = classify_status_error(exc)
+        error = classify_openai_status(exc)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:

@@ -14,8 +14,9 @@ from typing import Any
 
 import openai
 
-from satchel.providers.chat_summary import ChatSummaries
-from satchel.providers.chat_wire import REASONING_FIELDS, ChatReply
+from satchel.providers.chat.state import ChatState
+from satchel.providers.chat.summary import ChatSummaries
+from satchel.providers.chat.wire import REASONING_FIELDS, ChatReply
 from satchel.turns import (
     AdapterDescriptor,
     ConfigurationError,
@@ -30,7 +31,7 @@ class OpenSourceChatAdapter(ChatSummaries):
         adapter_id="open_source.chat_completions.v1",
         provider="open_source",
         api_surface="chat.completions",
-        implementation_path="src/satchel/providers/open_source_chat.py",
+        implementation_path="src/satchel/providers/chat/open_source_chat.py",
         version="1.0.0",
         strategies=("continuous_conversation",),
         review_status="unreviewed",
@@ -53,7 +54,7 @@ class OpenSourceChatAdapter(ChatSummaries):
                 "runtime.reasoning_replay: expected one or both of reasoning_content, reasoning; "
                 f"got {list(aliases)!r}"
             )
-        self.reasoning_fields = aliases
+        self.handling = ChatState(aliases)
         self.summary_max_tokens = summary_max_tokens
 
     def accept_reply(self, reply: ChatReply) -> tuple[str, str | None]:

@@ -11,7 +11,6 @@ appended, thought summaries appended, the signature set), the status and usage f
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +20,9 @@ import httpx
 from google import genai
 from google.genai import _interactions as gi
 
-from satchel.providers.google_state import Step, content_text
-from satchel.providers.openai_sdk import overflows, reply_error, unreachable
+from satchel.providers.google.state import Step, content_text
+from satchel.providers.kit.errors import overflows, reply_error, unreachable
+from satchel.providers.kit.logs import hide_bodies
 from satchel.turns import (
     AttemptError,
     ContextOverflowError,
@@ -42,16 +42,9 @@ TRANSIENT_STATUSES = frozenset(
 _TOKEN_COUNT = re.compile(r"input token count.*exceeds the maximum", re.IGNORECASE)
 
 
-class _WithoutBodies(logging.Filter):
-    """Drops the SDK's debug lines that print each request and response with headers and body
-    (`GOOGLE_GENAI_DEBUG`): thought signatures and the API key must never reach a log."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.msg
-        return not (isinstance(message, str) and message.startswith(("Request:", "Response:")))
-
-
-logging.getLogger("google.genai").addFilter(_WithoutBodies())
+# The SDK's debug lines that print each request and response with headers and body
+# (`GOOGLE_GENAI_DEBUG`) carry thought signatures and the API key.
+hide_bodies("google.genai", "Request:", "Response:")
 
 
 @dataclass(slots=True)

@@ -12,16 +12,14 @@ the unchanged accepted history again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from satchel.providers.openai_sdk import reply_error
-from satchel.providers.responses_adapter import ResponsesAdapter, check_replay, check_request
-from satchel.providers.responses_state import Item, replayable
-from satchel.providers.responses_wire import call_compact
+from satchel.providers.kit.errors import reply_error
+from satchel.providers.kit.state import History
+from satchel.providers.responses.adapter import ResponsesAdapter
+from satchel.providers.responses.settings import XAIResponsesSettings
+from satchel.providers.responses.state import Item, replayable
+from satchel.providers.responses.wire import call_compact
 from satchel.turns import (
     AdapterDescriptor,
-    ConfigurationError,
     InvalidResponseError,
     NativeCompaction,
     RuntimeState,
@@ -35,33 +33,18 @@ class XAIResponsesAdapter(ResponsesAdapter):
         adapter_id="xai.responses.v1",
         provider="xai",
         api_surface="responses",
-        implementation_path="src/satchel/providers/xai_responses.py",
+        implementation_path="src/satchel/providers/responses/xai_responses.py",
         version="1.0.0",
         strategies=("continuous_conversation",),
         review_status="unreviewed",
         compaction=("none", "native"),
     )
+    request_settings = XAIResponsesSettings
 
-    @classmethod
-    def validate_request(
-        cls, request: object, strategy: str, compaction: str = "none"
-    ) -> dict[str, Any]:
-        settings = check_request(request, cls.descriptor.adapter_id)
-        check_replay(settings)
-        if "context_management" in settings:
-            raise ConfigurationError(
-                "request.context_management: xAI compacts by a separate call; choose "
-                "runtime.compaction.strategy: native"
-            )
-        reasoning = settings.get("reasoning")
-        if isinstance(reasoning, Mapping) and "context" in reasoning:
-            raise ConfigurationError("request.reasoning.context: not an xAI setting")
-        return settings
-
-    def compacted(self, state: RuntimeState) -> tuple[list[Item], NativeCompaction | None]:
+    def compacted(self, state: RuntimeState) -> tuple[History, NativeCompaction | None]:
         prefix: list[Item] = state.payload["items"]
         if not prefix:  # nothing accepted yet: nothing to compact
-            return prefix, None
+            return History(prefix, ()), None
         reply = call_compact(self.client, self.model, prefix)
         if reply.usage is None:
             raise reply_error(InvalidResponseError, "the compaction reported no usage", reply)
@@ -83,4 +66,4 @@ class XAIResponsesAdapter(ResponsesAdapter):
             "items_after": len(items),
             "turns_compacted": len(state.accepted_turns),
         }
-        return items, NativeCompaction(reply.usage, record)
+        return History(items, ()), NativeCompaction(reply.usage, record)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from satchel.providers.chat_adapter import ChatCompletionsAdapter
-from satchel.providers.chat_wire import call_chat
-from satchel.providers.unwinding import rebuilt, unwind_latest
+from satchel.providers.chat.adapter import ChatCompletionsAdapter
+from satchel.providers.chat.wire import call_chat
+from satchel.providers.kit.unwinding import rebuilt, unwind_latest
 from satchel.turns import InvalidResponseError, RuntimeState, SummaryReply, UnwoundTurn
 
 

@@ -1,0 +1,1 @@
+"""The Anthropic Messages family, over the official `anthropic` SDK."""

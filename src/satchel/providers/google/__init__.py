@@ -1,0 +1,1 @@
+"""The Gemini Interactions family, over the official `google-genai` SDK."""
