@@ -2,7 +2,7 @@
 
 PostgreSQL plans a prepared statement anew on every call while it guesses that a generic plan
 would cost more than a custom one, and for the joins of recall and passage search it mostly
-guesses so: planning then costs as much as running (about 0.5 to 1 ms a statement). Inside
+guesses so: planning then costs as much as running. Inside
 `generic_plans` they run the plan made once per connection.
 """
 

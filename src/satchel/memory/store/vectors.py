@@ -1,10 +1,10 @@
 """Vector parameters for `%s::vector`, sent in pgvector's binary form.
 
-The text form costs about 160 us a 384-float vector to write in Python (each float formatted
-on its own) and is parsed again by the server; the binary form (a 2-byte dimension count, 2
-zero bytes, then big-endian float4s) is one numpy conversion of about 1 us. A question's vector
-is written on the way from its embedding to the vector statement, and the worker writes one for
-every message it embeds.
+The text form formats each float on its own in Python and is parsed again by the server; the
+binary form (a 2-byte dimension count, 2 zero bytes, then big-endian float4s) is one numpy
+conversion. A question's vector is written on the way from its embedding to the vector
+statement, and the worker writes one for every message it embeds (why: decision 0048 in
+docs/decisions/).
 """
 
 from __future__ import annotations
