@@ -61,7 +61,9 @@ async def seed_marta(client: AsyncMemoryClient, subject: str) -> None:
 
 
 async def stored(client: AsyncMemoryClient) -> int:
-    return (await client.freshness()).stored or 0
+    """The project's highest stored offset; -1 before its first turn (offsets start at 0)."""
+    offset = (await client.freshness()).stored
+    return -1 if offset is None else offset
 
 
 @dataclass

@@ -14,6 +14,7 @@ import pytest
 from agent_framework import Agent, AgentSession, InMemoryHistoryProvider, Message
 
 from conformance_kit import STATED_ANSWER, STATED_CONTEXT, Hook, failed_cases, seed_marta
+from conformance_kit import stored as stored_offset
 from satchel.conformance.cases import Faults
 from satchel.conformance.deployment import Deployment
 from satchel.conformance.proxy import CONTEXTS, FaultProxy
@@ -127,12 +128,12 @@ async def test_recall_failure_runs_without_memory_and_tells_the_hook(
     rig = rig_for(Turn(user="Where does Marta work?", assistant="I do not know."))
     await seed_marta(rig.memory, rig.subject)
     proxy.configure(Faults(recall="unavailable"), None)
-    before = (await rig.memory.freshness()).stored or 0
+    before = await stored_offset(rig.memory)
     response = await rig.agent.run("Where does Marta work?", session=rig.session([]))
     assert response.text == "I do not know."
     assert rig.first_request() == [("user", "Where does Marta work?", False)]
     assert rig.errors.operations == ["recall"]
-    assert ((await rig.memory.freshness()).stored or 0) - before == 1
+    assert await stored_offset(rig.memory) - before == 1
 
 
 async def test_only_the_person_and_the_final_reply_are_observed_under_the_turn_key(
@@ -186,11 +187,11 @@ async def test_a_retried_turn_is_stored_once_and_the_session_id_is_the_run_id(
 ) -> None:
     turn = Turn(user="I moved to Oslo last month.", assistant="Noted.")
     first = rig_for(turn)
-    before = (await first.memory.freshness()).stored or 0
+    before = await stored_offset(first.memory)
     await first.agent.run(turn.user, session=first.session([]))
     retry = rig_for(turn, subject=first.subject)
     await retry.agent.run(turn.user, session=retry.session([]))
-    assert ((await first.memory.freshness()).stored or 0) - before == 1
+    assert await stored_offset(first.memory) - before == 1
     keys = {o["idempotency_key"] for o in [*first.memory.observations, *retry.memory.observations]}
     assert len(keys) == 1
     other = rig_for(turn, subject=first.subject)

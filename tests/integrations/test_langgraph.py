@@ -65,7 +65,9 @@ def seed(client: MemoryClient, subject: str) -> None:
 
 
 def stored(client: MemoryClient) -> int:
-    return client.freshness().stored or 0
+    """The project's highest stored offset; -1 before its first turn (offsets start at 0)."""
+    offset = client.freshness().stored
+    return -1 if offset is None else offset
 
 
 def build(
