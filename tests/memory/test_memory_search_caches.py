@@ -8,8 +8,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from satchel.memory.passages.caches import CommonWords, QuestionVectors
-from satchel.memory.passages.embedder import DIMENSIONS, EmbedderUnavailable, Vectors
+from satchel.memory.passages.caches import CommonWords, QuestionEmbedders, QuestionVectors
+from satchel.memory.passages.embedder import (
+    DIMENSIONS,
+    EmbedderUnavailable,
+    EmbeddingSettings,
+    Vectors,
+)
 from satchel.memory.passages.search import embed_question
 from satchel.memory.store.passage_scope import Scope
 from satchel.memory.store.vectors import Packed, packed
@@ -76,3 +81,20 @@ def test_a_remembered_question_is_not_embedded_again() -> None:
     assert first == again == want
     assert broken is None and retried is None and nothing is None
     assert model.given == ["where?", "broken", "broken"]  # a failure is not remembered
+
+
+async def test_question_embedders_load_each_model_once_per_owner() -> None:
+    local = EmbeddingSettings()
+    owned = QuestionEmbedders()
+    first = await owned.get(local)
+    assert first is not None
+    assert await owned.get(local) is first
+    other = await QuestionEmbedders().get(local)
+    assert other is not None and other is not first  # nothing is shared between applications
+
+
+async def test_an_embedder_that_cannot_run_is_none_and_is_not_asked_again() -> None:
+    refused = EmbeddingSettings(base_url="https://embeddings.invalid/v1", model="m")
+    owned = QuestionEmbedders()
+    assert await owned.get(refused) is None
+    assert await owned.get(refused) is None

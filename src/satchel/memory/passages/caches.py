@@ -4,9 +4,17 @@ passed to every search it runs."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from satchel.memory.passages.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    EmbeddingSettings,
+    load_embedder,
+)
 from satchel.memory.store.passage_rankings import ScanSettings
 from satchel.memory.store.passage_scope import Scope
 from satchel.memory.store.vectors import Packed
@@ -68,6 +76,32 @@ class CommonWords:
             self._words.popitem(last=False)
 
 
+log = logging.getLogger("satchel.memory")
+
+
+class QuestionEmbedders:
+    """The embedders questions are read with, each loaded once (off the event loop), or None
+    where none can run (passage search then ranks by full text alone)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[EmbeddingSettings, Embedder | None] = {}
+
+    async def get(self, settings: EmbeddingSettings | None = None) -> Embedder | None:
+        """The embedder of `settings` (default: the environment's)."""
+        chosen = EmbeddingSettings.from_env() if settings is None else settings
+        if chosen not in self._loaded:
+            self._loaded[chosen] = await asyncio.to_thread(_load, chosen)
+        return self._loaded[chosen]
+
+
+def _load(settings: EmbeddingSettings) -> Embedder | None:
+    try:
+        return load_embedder(settings)
+    except EmbedderUnavailable as unavailable:
+        log.warning("passage search uses full text only: %s", unavailable)
+        return None
+
+
 @dataclass(slots=True)
 class SearchCaches:
     """Everything passage search keeps between calls, owned by the application that runs the
@@ -76,3 +110,4 @@ class SearchCaches:
     questions: QuestionVectors = field(default_factory=QuestionVectors)
     common_words: CommonWords = field(default_factory=CommonWords)
     scans: ScanSettings = field(default_factory=ScanSettings)
+    embedders: QuestionEmbedders = field(default_factory=QuestionEmbedders)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.domain import Invalid, Unavailable
-from satchel.memory.passages import query_embedder
 from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.search import SearchAnswer, search_passages
 from satchel.memory.store.database import autocommitting, spare_connection
@@ -62,7 +61,7 @@ async def search(
 ) -> SearchAnswer:
     """Run `query` in the project over the passage index, or `passage_unavailable` when no
     embedder can read the question."""
-    embedder = await query_embedder()
+    embedder = await caches.embedders.get()
     if embedder is None:
         raise unavailable()
     scope = Scope(project_id, query.subject, (query.role,) if query.role else ())

@@ -14,7 +14,6 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.domain import Invalid
-from satchel.memory.passages import query_embedder
 from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.embedder import Embedder
 from satchel.memory.passages.search import search_passages
@@ -371,7 +370,7 @@ async def answer(
 ) -> Bundle:
     """Answer `ask` in the project, its passages searched beside the facts on a spare connection
     when the pool has one; a question recall cannot read is `invalid_question`."""
-    embedder = await query_embedder() if "passages" in ask.controls.surfaces else None
+    embedder = await caches.embedders.get() if "passages" in ask.controls.surfaces else None
     try:
         async with autocommitting(pool) as conn, spare_connection(pool) as spare:
             return await recall(conn, project_id, ask, embedder, spare, caches=caches)
