@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from anthropic.resources.beta.messages import Messages
 from pydantic import Field, ValidationInfo, field_validator
 
-from satchel.providers.kit.settings import RequestSettings, compaction_of
+from satchel.providers.kit.settings import RequestSettings, StreamFlag, compaction_of
 
 SDK_REQUEST_KEYS = frozenset(inspect.signature(Messages.create).parameters) - {
     "self",
@@ -52,7 +52,7 @@ class MessagesSettings(RequestSettings):
     )
 
     max_tokens: Any = Field(default=None, validate_default=True)
-    stream: Any = None
+    stream: StreamFlag = None
     stop_sequences: Any = None
     betas: Any = Field(default_factory=list, validate_default=True)
     thinking: Any = None
@@ -82,13 +82,6 @@ class MessagesSettings(RequestSettings):
         if type(tokens) is not int or tokens <= 0:
             raise ValueError(f"request.max_tokens: expected a positive integer, got {tokens!r}")
         return tokens
-
-    @field_validator("stream", mode="before")
-    @classmethod
-    def _stream(cls, stream: Any) -> Any:
-        if not isinstance(stream, bool):
-            raise ValueError("request.stream: expected true or false")
-        return stream
 
     @field_validator("stop_sequences", mode="before")
     @classmethod

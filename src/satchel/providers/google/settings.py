@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from google.genai._gaos.types.interactions import CreateModelInteraction
 from pydantic import Field, field_validator
 
-from satchel.providers.kit.settings import RequestSettings
+from satchel.providers.kit.settings import RequestSettings, StreamFlag
 
 SDK_REQUEST_KEYS = frozenset(
     field.alias or name for name, field in CreateModelInteraction.model_fields.items()
@@ -43,7 +43,7 @@ class InteractionsSettings(RequestSettings):
     )
 
     store: Any = False
-    stream: Any = None
+    stream: StreamFlag = None
     generation_config: Any = Field(default=None, validate_default=True)
 
     @field_validator("store", mode="before")
@@ -55,13 +55,6 @@ class InteractionsSettings(RequestSettings):
                 "the conversation, the provider keeps nothing)"
             )
         return store
-
-    @field_validator("stream", mode="before")
-    @classmethod
-    def _stream(cls, stream: Any) -> Any:
-        if not isinstance(stream, bool):
-            raise ValueError("request.stream: expected true or false")
-        return stream
 
     @field_validator("generation_config", mode="before")
     @classmethod

@@ -11,11 +11,28 @@ so the settings reach the SDK exactly as written.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from satchel.turns import ConfigurationError
+
+
+def _stream_flag(stream: Any) -> Any:
+    if not isinstance(stream, bool):
+        raise ValueError("request.stream: expected true or false")
+    return stream
+
+
+StreamFlag = Annotated[Any, BeforeValidator(_stream_flag)]
+"""A `stream` setting: true or false."""
 
 
 class RequestSettings(BaseModel):

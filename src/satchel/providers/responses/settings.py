@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Self
 from openai.resources.responses import Responses
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from satchel.providers.kit.settings import RequestSettings, strategy_of
+from satchel.providers.kit.settings import RequestSettings, StreamFlag, strategy_of
 
 SDK_REQUEST_KEYS = frozenset(inspect.signature(Responses.create).parameters) - {
     "self",
@@ -47,19 +47,12 @@ class ResponsesSettings(RequestSettings):
         "{adapter_id} owns the conversation's input and state, and answers in plain text"
     )
 
-    stream: Any = None
+    stream: StreamFlag = None
     truncation: Any = "disabled"
     store: Any = None
     include: Any = None
     reasoning: Any = None
     context_management: Any = None
-
-    @field_validator("stream", mode="before")
-    @classmethod
-    def _stream(cls, stream: Any) -> Any:
-        if not isinstance(stream, bool):
-            raise ValueError("request.stream: expected true or false")
-        return stream
 
     @field_validator("truncation", mode="before")
     @classmethod
