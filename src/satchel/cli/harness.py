@@ -54,14 +54,9 @@ def run_games(
     """Play ARC-AGI-3 games with a model profile and write a run folder per game."""
     if list_games or not list_configs:
         require("harness", "run")
-    from satchel.harness.command import (
-        RunOptions,
-        UsageProblem,
-        configs_table,
-        games_table,
-        run,
-    )
+    from satchel.harness.command import RunOptions, UsageProblem, run
     from satchel.harness.environments import ArenaError
+    from satchel.harness.listings import configs_table, games_table
     from satchel.turns import ConfigurationError
 
     options = RunOptions(
