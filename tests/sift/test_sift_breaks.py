@@ -159,7 +159,7 @@ def test_the_net_reports_a_request_it_cannot_fit_on_every_call(
     system_chars: int, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     heard: list[TrimEvent] = []
-    sift = ContextSift(SiftSettings(budget=10**6, window=10_000), on_trim=heard.append)
+    sift = ContextSift(SiftSettings(budget=10_000, window=10_000), on_trim=heard.append)
     run = Run.start(system="x" * system_chars)
     for number in range(5):
         if number:
@@ -180,12 +180,12 @@ def test_the_net_reports_a_request_it_cannot_fit_on_every_call(
     earlier=st.lists(st.tuples(st.integers(1, 600), st.booleans()), min_size=2, max_size=5),
     steps=st.lists(st.integers(0, 3000), min_size=1, max_size=12),
     window=st.integers(1500, 6000),
-    budget=st.sampled_from((1500, 4000, 10**6)),
+    budget=st.sampled_from((1500, 4000, 6000)),
 )
 def test_a_cut_request_opens_with_a_user_message(
     earlier: list[tuple[int, bool]], steps: list[int], window: int, budget: int
 ) -> None:
-    sift = ContextSift(SiftSettings(budget=budget, window=window))
+    sift = ContextSift(SiftSettings(budget=min(budget, window), window=window))
     run = Run.start()
     run.history.pop()
     for number, (chars, with_step) in enumerate(earlier):
@@ -258,7 +258,7 @@ def test_a_restored_sift_keeps_results_already_sent_whole() -> None:
 
 
 def test_outputs_the_net_leaves_out_stay_readable() -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=8000))
+    sift = ContextSift(SiftSettings(budget=8000, window=8000))
     run = Run.start()
     sift.begin_run(run.history)
     cuts = 0

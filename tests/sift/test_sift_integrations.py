@@ -168,7 +168,7 @@ def test_the_history_processor_returns_the_original_messages_where_unchanged() -
 
 def test_the_capability_counts_the_agents_tool_definitions() -> None:
     model, seen = scripted_model(6)
-    settings = SiftSettings(budget=10**6, window=6000)
+    settings = SiftSettings(budget=6000, window=6000)
     plain = Agent(model, capabilities=[PydanticAISift(ContextSift(settings)).capability()])
     bulky, bulky_seen = scripted_model(6)
     described = Agent(bulky, capabilities=[PydanticAISift(ContextSift(settings)).capability()])

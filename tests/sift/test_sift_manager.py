@@ -52,7 +52,7 @@ def test_the_net_counts_tool_definitions() -> None:
     run = Run.start()
     for _ in range(6):
         run.step(1000)
-    settings = SiftSettings(budget=1_000_000, window=3000)
+    settings = SiftSettings(budget=3000, window=3000)
     assert not ContextSift(settings).sift(run.history).events
     bulky = [
         {"type": "function", "function": {"name": f"tool_{n}", "description": "d" * 400}}
@@ -67,13 +67,13 @@ def test_the_output_reserve_is_left_out_of_the_window() -> None:
     run = Run.start()
     for _ in range(6):
         run.step(1000)
-    assert not ContextSift(SiftSettings(budget=10**6, window=3000)).sift(run.history).events
-    reserved = ContextSift(SiftSettings(budget=10**6, window=3000, output_reserve=1000))
+    assert not ContextSift(SiftSettings(budget=3000, window=3000)).sift(run.history).events
+    reserved = ContextSift(SiftSettings(budget=2_000, window=3000, output_reserve=1000))
     assert reserved.sift(run.history).tokens <= 2000 * 0.7
 
 
 def test_compaction_clears_the_cut() -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=3000))
+    sift = ContextSift(SiftSettings(budget=3000, window=3000))
     run = Run.start()
     for _ in range(12):
         run.step(700)

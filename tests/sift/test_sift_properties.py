@@ -36,7 +36,7 @@ class SiftTraces(RuleBasedStateMachine):
     ) -> None:
         targets = {"read_file": "path"} if reads else {}
         self.settings = SiftSettings(
-            budget=budget,
+            budget=budget if window is None else min(budget, window),
             window=window,
             max_messages=max_messages,
             read_targets=targets,

@@ -118,7 +118,7 @@ def test_the_system_prompt_is_taken_off_the_budget() -> None:
 
 
 def test_the_task_is_pinned_by_the_id_recorded_at_run_start() -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=2500))
+    sift = ContextSift(SiftSettings(budget=2500, window=2500))
     run = Run.start()
     run.history.insert(1, {"role": "user", "content": "An earlier request, long done."})
     run.history.insert(2, {"role": "assistant", "content": "Done earlier."})
@@ -140,7 +140,7 @@ def test_the_task_is_pinned_by_the_id_recorded_at_run_start() -> None:
 
 
 def test_without_begin_run_the_first_user_message_is_the_task() -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=2000))
+    sift = ContextSift(SiftSettings(budget=2000, window=2000, kept_tools=frozenset({"grep"})))
     run = Run.start()
     for number in range(10):
         run.step(700)

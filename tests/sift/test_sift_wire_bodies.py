@@ -125,7 +125,7 @@ def test_the_system_prompt_and_the_task_never_change() -> None:
 
 
 def test_a_held_cut_keeps_the_prefix_until_the_bound_is_breached_again() -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=8000))
+    sift = ContextSift(SiftSettings(budget=8000, window=8000))
     run = Run.start()
     sift.begin_run(run.history)
     previous: tuple[SiftResult, bytes] | None = None
@@ -150,7 +150,7 @@ def test_a_held_cut_keeps_the_prefix_until_the_bound_is_breached_again() -> None
 
 
 def test_the_cut_never_drops_the_task_or_the_awaited_step() -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=9000))
+    sift = ContextSift(SiftSettings(budget=9000, window=9000, kept_tools=frozenset({"grep"})))
     run = Run.start()
     sift.begin_run(run.history)
     for number in range(30):
@@ -170,7 +170,9 @@ def test_the_cut_never_drops_the_task_or_the_awaited_step() -> None:
 
 
 def test_a_cut_that_cannot_reach_its_target_still_keeps_the_pinned_parts(caplog: Any) -> None:
-    sift = ContextSift(SiftSettings(budget=1_000_000, window=3000))
+    kept = frozenset({"grep"})  # only the net leaves steps out, and the awaited result is whole
+    whole = SiftSettings(3000, 3000, bounded_chars=20_000, awaited_fraction=1.0, kept_tools=kept)
+    sift = ContextSift(whole)
     run = Run.start()
     sift.begin_run(run.history)
     for _ in range(5):
@@ -180,7 +182,9 @@ def test_a_cut_that_cannot_reach_its_target_still_keeps_the_pinned_parts(caplog:
         result = sift.sift(run.history, tools=TOOLS)
     assert "cannot bring the request down to its target (2100 tokens, any messages)" in caplog.text
     assert [event.reason for event in result.events] == ["fit_to_window"]
-    assert result.messages == run.history[:2] + run.history[-2:]
+    assert result.messages[:3] == run.history[:2] + run.history[-2:-1]
+    (awaited,) = result.messages[3:]
+    assert awaited["tool_call_id"] == run.history[-1]["tool_call_id"]
 
 
 def test_a_trial_sift_leaves_the_manager_unchanged() -> None:

@@ -266,6 +266,7 @@ OPERATIONS = st.lists(
 def test_sifted_runs_render_to_growing_prefixes(
     operations: list[tuple[Any, ...]], budget: int, window: int | None
 ) -> None:
+    budget = budget if window is None else min(budget, window)
     sift = ContextSift(SiftSettings(budget=budget, window=window))
     run = Run.start()
     sift.begin_run(run.history)

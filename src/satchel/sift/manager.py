@@ -9,7 +9,7 @@ from satchel.sift.events import TrimEvent
 from satchel.sift.messages import ChatMessage, TokenCounter
 from satchel.sift.net import Net
 from satchel.sift.result import SiftResult
-from satchel.sift.settings import SiftSettings
+from satchel.sift.settings import SiftSettings, settings_refusal
 from satchel.sift.sifting import Sifter
 from satchel.sift.sizing import Sizer
 from satchel.sift.state import SiftState
@@ -27,6 +27,8 @@ class ContextSift:
         counter: TokenCounter | None = None,
         on_trim: Callable[[TrimEvent], None] | None = None,
     ) -> None:
+        if not isinstance(settings, SiftSettings):
+            raise TypeError(settings_refusal(settings))
         self.settings = settings
         self.store = store if store is not None else ArtifactStore()
         self.counter = counter

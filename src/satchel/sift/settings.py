@@ -78,6 +78,12 @@ class SiftSettings:
             raise ValueError(
                 f"window ({self.window}) must be larger than output_reserve ({self.output_reserve})"
             )
+        if self.window is not None and self.budget > self.window - self.output_reserve:
+            raise ValueError(
+                f"budget ({self.budget}) must fit the usable window: at most window "
+                f"({self.window}) less output_reserve ({self.output_reserve}), "
+                f"{self.window - self.output_reserve}"
+            )
         if self.max_messages is not None and self.max_messages < 1:
             raise ValueError(f"max_messages must be at least 1, not {self.max_messages}")
 
@@ -85,3 +91,14 @@ class SiftSettings:
     def usable_window(self) -> int | None:
         """The window less the output reserve, or None without a window."""
         return None if self.window is None else self.window - self.output_reserve
+
+
+def settings_refusal(given: object) -> str:
+    """What to say to a sift built with something other than `SiftSettings`."""
+    message = (
+        f"ContextSift takes a SiftSettings, not a {type(given).__name__}: "
+        "ContextSift(SiftSettings(budget=32_000, window=128_000))"
+    )
+    if isinstance(given, Mapping):
+        message += "; from a mapping of settings, SiftSettings(**settings)"
+    return message
