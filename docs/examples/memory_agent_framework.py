@@ -1,9 +1,12 @@
 """Long-term memory for a Microsoft Agent Framework agent: recall in, turns stored, compaction on.
 
-Needs a running deployment and a token:
-    TOKEN=$(.venv/bin/satchel tokens create --project demo); .venv/bin/satchel serve &
-    SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \\
-        .venv/bin/python docs/examples/memory_agent_framework.py
+Needs a running deployment and a token. Start the deployment first (on a fresh data directory
+the token commands refuse until `satchel serve` has run there), then create the token:
+    .venv/bin/satchel serve &
+    until curl -sf localhost:8080/ready >/dev/null; do sleep 0.5; done
+    export SATCHEL_TOKEN=$(.venv/bin/satchel tokens create --project demo)
+    .venv/bin/python docs/examples/memory_agent_framework.py
+SATCHEL_MEMORY_URL names another deployment (default http://127.0.0.1:8080).
 With OPENAI_API_KEY set the agent talks to OpenAI (`pip install agent-framework-openai`; the model
 comes from OPENAI_MODEL). Without it a scripted client answers, so the example runs anywhere.
 The fact asserted below is recallable at once. Observed turns can come back as recall's passages
@@ -16,6 +19,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from _deployment import deployment
 from agent_framework import (
     Agent,
     BaseChatClient,
@@ -53,8 +57,8 @@ def errors(operation: str, error: Exception) -> None:
 
 
 async def main() -> None:
-    url = os.environ.get("SATCHEL_MEMORY_URL", "http://127.0.0.1:8080")
-    async with AsyncMemoryClient(url, os.environ["SATCHEL_TOKEN"]) as memory:
+    url, token = deployment()
+    async with AsyncMemoryClient(url, token) as memory:
         person = f"person-{uuid.uuid4()}"
         marta = {"subject": "Marta", "predicate": "works_at", "object": "Ensera"}
         statement = {"statement": "Marta works at Ensera.", "data_subject_id": person}

@@ -1,15 +1,21 @@
 """A LangChain agent with satchel memory: recall before each model call, turns stored after.
 
-Needs a deployment: SATCHEL_MEMORY_URL (e.g. http://127.0.0.1:8080) and SATCHEL_TOKEN.
 With OPENAI_API_KEY set (and langchain-openai installed) a real model answers; otherwise a
 scripted one does, so the example runs anywhere.
-Run: .venv/bin/python docs/examples/memory_langgraph.py
+Needs a running deployment and a token. Start the deployment first (on a fresh data directory
+the token commands refuse until `satchel serve` has run there), then create the token:
+    .venv/bin/satchel serve &
+    until curl -sf localhost:8080/ready >/dev/null; do sleep 0.5; done
+    export SATCHEL_TOKEN=$(.venv/bin/satchel tokens create --project demo)
+    .venv/bin/python docs/examples/memory_langgraph.py
+SATCHEL_MEMORY_URL names another deployment (default http://127.0.0.1:8080).
 """
 
 import os
 import sys
 import uuid
 
+from _deployment import deployment
 from langchain.agents import create_agent
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel, FakeMessagesListChatModel
@@ -30,8 +36,9 @@ def chat_model() -> BaseChatModel:
 
 
 def main() -> None:
+    url, token = deployment()
     subject = str(uuid.uuid4())
-    with MemoryClient(os.environ["SATCHEL_MEMORY_URL"], os.environ["SATCHEL_TOKEN"]) as client:
+    with MemoryClient(url, token) as client:
         memory = MemoryMiddleware(
             client=client,
             data_subject_id=subject,

@@ -1,9 +1,12 @@
 """Long-term memory for a PydanticAI agent: recall in before the model, each turn stored after it.
 
-Needs a running deployment and a token:
-    TOKEN=$(.venv/bin/satchel tokens create --project demo); .venv/bin/satchel serve &
-    SATCHEL_MEMORY_URL=http://127.0.0.1:8080 SATCHEL_TOKEN=$TOKEN \\
-        .venv/bin/python docs/examples/memory_pydantic_ai.py
+Needs a running deployment and a token. Start the deployment first (on a fresh data directory
+the token commands refuse until `satchel serve` has run there), then create the token:
+    .venv/bin/satchel serve &
+    until curl -sf localhost:8080/ready >/dev/null; do sleep 0.5; done
+    export SATCHEL_TOKEN=$(.venv/bin/satchel tokens create --project demo)
+    .venv/bin/python docs/examples/memory_pydantic_ai.py
+SATCHEL_MEMORY_URL names another deployment (default http://127.0.0.1:8080).
 With OPENAI_API_KEY set the agent talks to OpenAI (model from OPENAI_MODEL, default gpt-4o-mini);
 without it a scripted model answers, so the example runs anywhere. The fact asserted below is
 recallable at once; observed turns can come back as recall's passages as soon as they are
@@ -14,6 +17,7 @@ import asyncio
 import os
 import uuid
 
+from _deployment import deployment
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 from pydantic_ai.models import Model
@@ -41,8 +45,8 @@ def errors(operation: str, error: Exception) -> None:
 
 
 async def main() -> None:
-    url = os.environ.get("SATCHEL_MEMORY_URL", "http://127.0.0.1:8080")
-    async with AsyncMemoryClient(url, os.environ["SATCHEL_TOKEN"]) as client:
+    url, token = deployment()
+    async with AsyncMemoryClient(url, token) as client:
         person = f"person-{uuid.uuid4()}"
         fact = {"subject": "Marta", "predicate": "works_at", "object": "Ensera"}
         about = {"statement": "Marta works at Ensera.", "data_subject_id": person}

@@ -14,17 +14,48 @@ from doc_pages import EXAMPLES, README, ROOT, SHELL, read_page
 
 import satchel.providers
 
+MEMORY_EXAMPLES = (
+    "memory_agent_framework",
+    "memory_langgraph",
+    "memory_openai_agents",
+    "memory_pydantic_ai",
+)
+"""Examples that talk to a memory deployment named by SATCHEL_MEMORY_URL and SATCHEL_TOKEN."""
+
 NEEDS_DEPLOYMENT = {
     "conformance_driver": "a conformance driver: run by `satchel conformance` (tests/conformance)",
-    "memory_agent_framework": "needs SATCHEL_MEMORY_URL and SATCHEL_TOKEN",
-    "memory_langgraph": "needs SATCHEL_MEMORY_URL and SATCHEL_TOKEN",
-    "memory_openai_agents": "needs SATCHEL_MEMORY_URL and SATCHEL_TOKEN",
-    "memory_pydantic_ai": "needs SATCHEL_MEMORY_URL and SATCHEL_TOKEN",
+    **{name: "needs a deployment: run in test_doc_deployment.py" for name in MEMORY_EXAMPLES},
 }
 
 
 def example_names() -> list[str]:
-    return sorted(path.stem for path in EXAMPLES.glob("*.py"))
+    """The examples; a module starting with `_` is a helper the examples share."""
+    return sorted(path.stem for path in EXAMPLES.glob("*.py") if not path.stem.startswith("_"))
+
+
+def without_deployment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    for name in ("SATCHEL_MEMORY_URL", "SATCHEL_TOKEN"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.mark.parametrize("name", MEMORY_EXAMPLES)
+def test_a_memory_example_without_a_token_says_how_to_get_one(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        cwd=ROOT,
+        env=without_deployment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("SATCHEL_TOKEN is not set:")
+    assert ".venv/bin/satchel serve" in line and "tokens create" in line
+    assert done.stdout == ""
 
 
 def readme_offline_output() -> str:
