@@ -24,7 +24,7 @@ MEMORY_EXAMPLES = (
 
 NEEDS_DEPLOYMENT = {
     "conformance_driver": "a conformance driver: run by `satchel conformance` (tests/conformance)",
-    **{name: "needs a deployment: run in test_doc_deployment.py" for name in MEMORY_EXAMPLES},
+    **{name: "needs a deployment: run by test_doc_commands_run.py" for name in MEMORY_EXAMPLES},
 }
 
 
