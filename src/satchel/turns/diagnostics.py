@@ -23,6 +23,19 @@ class Diagnostics:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary(self) -> str:
+        """One line for a log: `HTTP 503 server_error (InternalServerError, request req_1)`."""
+        head = " ".join(
+            part
+            for part in (
+                f"HTTP {self.http_status}" if self.http_status else "",
+                self.provider_error_type or "",
+            )
+            if part
+        )
+        detail = self.exception_class + (f", request {self.request_id}" if self.request_id else "")
+        return f"{head} ({detail})" if head else detail
+
     @classmethod
     def build(
         cls,

@@ -230,9 +230,7 @@ class Session:
                 self._fail(turn, _kind(exc), exc)
                 if isinstance(exc, ContextOverflowError):
                     if self.compactor is None or turn.overflow_recovered:
-                        raise self._failed(
-                            turn, "the request exceeds the model's context", exc
-                        ) from exc
+                        raise self._failed(turn, f"{exc}; compaction cannot help", exc) from exc
                     turn.overflow_recovered = True
                     turn.counted -= 1
                     if native:
@@ -242,10 +240,10 @@ class Session:
                     continue
                 if not exc.retryable:
                     raise self._failed(
-                        turn, f"a {type(exc).__name__} cannot be retried", exc
+                        turn, f"{exc} (a {type(exc).__name__} is not retried)", exc
                     ) from exc
                 if turn.counted >= self.policy.max_attempts:
-                    raise self._failed(turn, "retries ran out", exc) from exc
+                    raise self._failed(turn, f"retries ran out; the last: {exc}", exc) from exc
                 if isinstance(exc, TransientError):
                     turn.transient += 1
                     self._sleep(self.policy.backoff(turn.transient))
@@ -257,9 +255,11 @@ class Session:
             try:
                 action = parse(result.response)
             except InvalidAnswer as exc:
-                self._fail(turn, "invalid_answer", None)
+                self._fail(turn, "invalid_answer", None, reason=str(exc))
                 if turn.counted >= self.policy.max_attempts:
-                    raise self._failed(turn, "retries ran out", exc) from exc
+                    raise self._failed(
+                        turn, f"retries ran out; the last: invalid answer: {exc}", exc
+                    ) from exc
                 continue
             self.adapter.check_state(result.provisional_state, since=self._state)
             return self._commit(turn, action, result, started, trigger)
@@ -399,15 +399,19 @@ class Session:
         self._attempt_usage = self._attempt_usage + usage
         self._total_usage = self._total_usage + usage
 
-    def _fail(self, turn: _Turn, kind: str, exc: AttemptError | None) -> None:
+    def _fail(self, turn: _Turn, kind: str, exc: AttemptError | None, *, reason: str = "") -> None:
+        """Note a failed attempt: its record keeps the allowlisted diagnostics, and the warning
+        says the parser's `reason`, or those diagnostics (never a provider's message)."""
         diagnostics = exc.diagnostics.to_dict() if exc and exc.diagnostics else None
         turn.failures.append(FailedAttempt(turn.calls, kind, diagnostics))
+        if not reason and exc and exc.diagnostics:
+            reason = exc.diagnostics.summary()
         log.warning(
-            "attempt %d of step %d failed: %s %s",
+            "attempt %d of step %d failed: %s%s",
             turn.calls,
             self._steps + 1,
             kind,
-            redact(diagnostics, self.adapter.opaque_fields) if diagnostics else "",
+            f": {reason}" if reason else "",
         )
 
     def _failed(self, turn: _Turn, why: str, exc: BaseException) -> TurnFailed:

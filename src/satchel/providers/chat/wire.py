@@ -78,7 +78,7 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
             return reply
         completion = client.chat.completions.create(**arguments)
     except openai.APIStatusError as exc:
-        error = classify_openai_status(exc)
+        error = classify_openai_status(exc, secret=client.api_key)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:

@@ -98,7 +98,7 @@ def call_responses(client: openai.OpenAI, body: dict[str, Any]) -> ResponsesRepl
             return reply
         response = client.responses.create(**arguments)
     except openai.APIStatusError as exc:
-        error = classify_openai_status(exc)
+        error = classify_openai_status(exc, secret=client.api_key)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:
@@ -118,7 +118,7 @@ def call_compact(client: openai.OpenAI, model: str, items: list[Item]) -> Respon
             **sdk_arguments({"model": model, "input": items}, "input")
         )
     except openai.APIStatusError as exc:
-        error = classify_openai_status(exc)
+        error = classify_openai_status(exc, secret=client.api_key)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:
