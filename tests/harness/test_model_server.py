@@ -21,7 +21,7 @@ GONE_WITHIN_S = 2
 
 
 def test_the_server_writes_the_reasoning_field_the_adapters_read_first() -> None:
-    assert REASONING_FIELD == REASONING_FIELDS[0]
+    assert REASONING_FIELDS[0] == REASONING_FIELD
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
