@@ -25,16 +25,13 @@ class Diagnostics:
 
     def summary(self) -> str:
         """One line for a log: `HTTP 503 server_error (InternalServerError, request req_1)`."""
-        head = " ".join(
-            part
-            for part in (
-                f"HTTP {self.http_status}" if self.http_status else "",
-                self.provider_error_type or "",
-            )
-            if part
-        )
-        detail = self.exception_class + (f", request {self.request_id}" if self.request_id else "")
-        return f"{head} ({detail})" if head else detail
+        status = f"HTTP {self.http_status}" if self.http_status else ""
+        head = " ".join(part for part in (status, self.provider_error_type or "") if part)
+        detail = [self.exception_class] if head else []
+        if self.request_id:
+            detail.append(f"request {self.request_id}")
+        name = head or self.exception_class
+        return f"{name} ({', '.join(detail)})" if detail else name
 
     @classmethod
     def build(

@@ -230,7 +230,7 @@ class Session:
                 self._fail(turn, _kind(exc), exc)
                 if isinstance(exc, ContextOverflowError):
                     if self.compactor is None or turn.overflow_recovered:
-                        raise self._failed(turn, f"{exc}; compaction cannot help", exc) from exc
+                        raise self._failed(turn, "context overflow", exc, str(exc)) from exc
                     turn.overflow_recovered = True
                     turn.counted -= 1
                     if native:
@@ -240,10 +240,10 @@ class Session:
                     continue
                 if not exc.retryable:
                     raise self._failed(
-                        turn, f"{exc} (a {type(exc).__name__} is not retried)", exc
+                        turn, f"a {type(exc).__name__} cannot be retried", exc, str(exc)
                     ) from exc
                 if turn.counted >= self.policy.max_attempts:
-                    raise self._failed(turn, f"retries ran out; the last: {exc}", exc) from exc
+                    raise self._failed(turn, "retries ran out", exc, str(exc)) from exc
                 if isinstance(exc, TransientError):
                     turn.transient += 1
                     self._sleep(self.policy.backoff(turn.transient))
@@ -258,7 +258,7 @@ class Session:
                 self._fail(turn, "invalid_answer", None, reason=str(exc))
                 if turn.counted >= self.policy.max_attempts:
                     raise self._failed(
-                        turn, f"retries ran out; the last: invalid answer: {exc}", exc
+                        turn, "retries ran out", exc, f"invalid answer: {exc}"
                     ) from exc
                 continue
             self.adapter.check_state(result.provisional_state, since=self._state)
@@ -414,12 +414,16 @@ class Session:
             f": {reason}" if reason else "",
         )
 
-    def _failed(self, turn: _Turn, why: str, exc: BaseException) -> TurnFailed:
+    def _failed(self, turn: _Turn, why: str, exc: BaseException, said: str = "") -> TurnFailed:
+        """`TurnFailed` saying `why`; its message ends with what the last attempt `said` (the
+        provider's words), its `reason` for records does not."""
+        reason = f"step {self._steps + 1} abandoned after {turn.calls} attempt(s): {why}"
         return TurnFailed(
-            f"step {self._steps + 1} abandoned after {turn.calls} attempt(s): {why}",
+            f"{reason}: {said}" if said else reason,
             attempts=turn.calls,
             usage=self._attempt_usage,
             last_error=exc,
+            reason=reason,
         )
 
     def _abandoned_record(self, turn: _Turn, exc: BaseException) -> dict[str, Any]:
@@ -427,7 +431,7 @@ class Session:
         record: dict[str, Any] = {
             "step": self._steps + 1,
             "attempts": turn.calls,
-            "reason": str(exc) if isinstance(exc, TurnFailed) else type(exc).__name__,
+            "reason": exc.reason if isinstance(exc, TurnFailed) else type(exc).__name__,
             "usage": self._attempt_usage.to_dict(),
             "retries": [failure.to_dict() for failure in turn.failures],
         }

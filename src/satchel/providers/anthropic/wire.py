@@ -71,7 +71,8 @@ class MessagesReply:
 def call_messages(client: anthropic.Anthropic, body: dict[str, Any]) -> MessagesReply:
     """Send `body` (streamed when `body["stream"]`) and return the accumulated answer, whatever
     its stop reason; the adapter decides what it means. SDK errors become attempt errors, raised
-    outside the SDK exception's handler so no provider message travels along."""
+    outside the SDK exception's handler, so the SDK's exception (its raw body) never travels
+    along."""
     error: AttemptError
     arguments = sdk_arguments(body, "messages")
     try:

@@ -84,7 +84,8 @@ class InteractionReply:
 def call_interactions(client: genai.Client, body: dict[str, Any]) -> InteractionReply:
     """Send `body` (streamed when `body["stream"]`) and return the accumulated answer, whatever
     its status; the adapter decides what a status means. SDK errors become attempt errors,
-    raised outside the SDK exception's handler so no provider message travels along."""
+    raised outside the SDK exception's handler, so the SDK's exception (its raw body) never
+    travels along."""
     error: AttemptError
     settings = {k: v for k, v in body.items() if k != "input"}
     extra = {**(settings.pop("extra_body", None) or {}), "input": body.get("input", [])}

@@ -39,12 +39,13 @@ _OUTPUT_LIMIT = re.compile(
 )
 _INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
 PROVIDER_TEXT_LIMIT = 300  # characters of a provider's message kept in an error
+CODE_LIMIT = 80  # characters of its error code
 MASKED = "[masked]"
 # What may be a credential or opaque state in a provider's words: a bearer token, a key-shaped
 # word (`sk-...`, `xai-...`, Google's `AIza...`), a long unbroken run of base64-like characters.
 _SECRET_WORDS = re.compile(
     r"(?i:bearer)\s+\S+|\b(?:sk|xai|gsk|key)-[A-Za-z0-9_\-]{6,}|\bAIza[A-Za-z0-9_\-]{20,}"
-    r"|[A-Za-z0-9+/_\-]{40,}={0,2}"
+    r"|[A-Za-z0-9+/_\-]{64,}={0,2}"
 )
 
 
@@ -79,18 +80,18 @@ def provider_words(status: int | None, code: object, message: object, secret: st
     model_not_found: The model ... does not exist`, on one line, at most
     `PROVIDER_TEXT_LIMIT` characters of the message, with `secret` (the key sent),
     bearer tokens, key-shaped words and long opaque runs masked."""
-    head = " ".join(
-        part
-        for part in (f"HTTP {status}" if status else "", code if isinstance(code, str) else "")
-        if part
-    )
-    text = " ".join(message.split()) if isinstance(message, str) else ""
+    label = _one_line(code, CODE_LIMIT, secret)
+    head = " ".join(part for part in (f"HTTP {status}" if status else "", label) if part)
+    text = _one_line(message, PROVIDER_TEXT_LIMIT, secret)
+    return f"{head}: {text}" if head and text else head or text or "no details"
+
+
+def _one_line(value: object, limit: int, secret: str) -> str:
+    text = " ".join(value.split()) if isinstance(value, str) else ""
     if secret:
         text = text.replace(secret, MASKED)
     text = _SECRET_WORDS.sub(MASKED, text)
-    if len(text) > PROVIDER_TEXT_LIMIT:
-        text = text[: PROVIDER_TEXT_LIMIT - 3] + "..."
-    return f"{head}: {text}" if head and text else head or text or "no details"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def overflows(message: str) -> bool:

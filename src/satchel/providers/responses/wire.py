@@ -87,7 +87,8 @@ class ResponsesReply:
 def call_responses(client: openai.OpenAI, body: dict[str, Any]) -> ResponsesReply:
     """Send `body` (streamed when `body["stream"]`) and return the accumulated answer, whatever
     its status; the adapter decides what a status means. SDK errors become attempt errors,
-    raised outside the SDK exception's handler so no provider message travels along."""
+    raised outside the SDK exception's handler, so the SDK's exception (its raw body) never
+    travels along."""
     error: AttemptError
     arguments = sdk_arguments(body, "input")
     try:
