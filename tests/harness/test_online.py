@@ -215,7 +215,7 @@ def test_online_without_a_key_is_refused_clearly(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(
         app, run_args(profiles, tmp_path / "runs", ["maze-0001"], "--online"), env={KEY_ENV: "x"}
     )
-    assert result.exit_code == 1 and not crashed(result), result.output
+    assert result.exit_code == 2 and not crashed(result), result.output
     assert "ARC_API_KEY" in result.output
 
 

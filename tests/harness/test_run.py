@@ -292,13 +292,3 @@ def test_a_run_that_cannot_start_is_a_usage_error(
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert message in result.output
-
-
-def test_an_unknown_game_ends_in_api_error(
-    runner: CliRunner, tmp_path: Path, server: ScriptedModelServer
-) -> None:
-    code, output, folders = play(
-        runner, tmp_path, profile_file(tmp_path, server.base_url), ["zzzz-0001"]
-    )
-    assert code == 1, output
-    assert meta(folders["zzzz-0001"])["exit_reason"] == "API_ERROR"

@@ -210,14 +210,14 @@ HTTP_ERRORS = [
 
 
 @pytest.mark.parametrize(("reply", "error"), HTTP_ERRORS)
-def test_http_errors_are_classified_without_the_provider_message(
+def test_http_errors_are_classified_with_the_provider_message_out_of_the_diagnostics(
     reply: Failure, error: type[AttemptError]
 ) -> None:
     server = InteractionsServer(reply)
     adapter = make_adapter(server, stream=False)
     with pytest.raises(error) as raised:
         run(adapter, adapter.initial_state(), "frame 1")
-    assert reply.message not in str(raised.value)
+    assert f"HTTP {reply.status} {reply.reason}: {reply.message}" in str(raised.value)
     diagnostics = raised.value.diagnostics
     assert diagnostics is not None
     assert diagnostics.http_status == reply.status

@@ -109,6 +109,9 @@ def model_server(
     if not replies:
         fail("give a script file or --game", 2)
     try:
-        serve_forever(replies, host, port, announce=lambda url: console.print(f"serving on {url}"))
+        stopped_by = serve_forever(
+            replies, host, port, announce=lambda url: console.print(f"serving on {url}")
+        )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror}", 1)
+    console.print(f"stopped ({stopped_by})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import signal
 import threading
@@ -13,10 +14,11 @@ from types import FrameType
 
 from rich.console import Console
 from rich.live import Live
+from rich.text import Text
 
 from satchel.harness.display import progress_table, summary_table
 from satchel.harness.environments import Arena, ArenaError
-from satchel.harness.runner import FAILED_EXITS, RunPlan, run_games
+from satchel.harness.runner import FAILED_EXITS, RunPlan, failure_line, run_games
 from satchel.providers import Profile, example_profiles, load_profiles
 
 TAG = "satchel"
@@ -64,15 +66,24 @@ def arena_for(options: RunOptions, profile_id: str, env: Mapping[str, str]) -> A
     )
 
 
-def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = None) -> int:
+def run(
+    options: RunOptions,
+    console: Console,
+    env: Mapping[str, str] | None = None,
+    errors: Console | None = None,
+) -> int:
     """Play the games; the exit code is 1 when a game ended in API_ERROR or AGENT_ERROR or the
-    scorecard would not close, 130 when the run was interrupted."""
+    scorecard would not close, 130 when the run was interrupted. Each failed game's reason is
+    one line on `errors` (stderr by default).
+
+    Everything a run needs is checked before any game starts (`UsageProblem` or
+    `ConfigurationError`): the options, the profile and its key, the ARC key online, the local
+    games offline.
+    """
     env = os.environ if env is None else env
+    errors = errors or Console(stderr=True)
     profile = _profile(options)
-    if not options.games:
-        raise UsageProblem("name at least one game with --game (see --list-games)")
-    if options.parallel < 1:
-        raise UsageProblem("--parallel must be at least 1")
+    _check_options(options, env)
     plan = RunPlan(
         profile=profile,
         games=options.games,
@@ -82,7 +93,10 @@ def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = N
         time_limit_s=options.time_limit_s,
         env=env,
     )
+    plan.check()
     arena = arena_for(options, profile.id, env)
+    if not arena.online:
+        _check_local_games(arena, options.games)
     stop = threading.Event()
     try:
         with _interrupts(stop, console), Live(console=console, transient=False) as live:
@@ -92,11 +106,46 @@ def run(options: RunOptions, console: Console, env: Mapping[str, str] | None = N
     finally:
         closed = _closed(arena, console)
     console.print()
-    console.print(summary_table(played))
+    console.print(summary_table(played, console.width), crop=False)
+    for game in played:
+        if game.result.exit_reason in FAILED_EXITS:
+            errors.print(Text(failure_line(game.result), style="red"), soft_wrap=True)
     if stop.is_set():
         return INTERRUPTED
     failed = any(game.result.exit_reason in FAILED_EXITS for game in played)
     return 1 if failed or not closed else 0
+
+
+def _check_options(options: RunOptions, env: Mapping[str, str]) -> None:
+    if not options.games:
+        raise UsageProblem("name at least one game with --game (see --list-games)")
+    if options.parallel < 1:
+        raise UsageProblem(f"--parallel must be at least 1 (got {options.parallel})")
+    if options.max_actions is not None and options.max_actions < 1:
+        raise UsageProblem(f"--max-actions must be at least 1 (got {options.max_actions})")
+    if options.time_limit_s is not None and not options.time_limit_s > 0:
+        raise UsageProblem(
+            f"--time-limit must be more than 0 seconds (got {options.time_limit_s:g})"
+        )
+    if options.offline is False and not env.get("ARC_API_KEY"):
+        raise UsageProblem(
+            "--online needs the ARC API key in ARC_API_KEY; set it, or play local games with "
+            "--offline"
+        )
+
+
+def _check_local_games(arena: Arena, games: Sequence[str]) -> None:
+    """Refuse a game that is not among the local ones, naming them (or the closest)."""
+    known = [info.game_id for info in arena.games()]
+    for game_id in games:
+        if game_id in known:
+            continue
+        arena.close()
+        close = difflib.get_close_matches(game_id, known, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageProblem(
+            f"no local game {game_id!r} ({guess}local games: {', '.join(known) or 'none'})"
+        )
 
 
 def _closed(arena: Arena, console: Console) -> bool:

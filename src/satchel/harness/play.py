@@ -66,7 +66,7 @@ class Progress:
     """What a game is doing now, for the progress display (written by the game's thread)."""
 
     game_id: str
-    level: int = 1
+    levels_completed: int = 0
     win_levels: int = 0
     actions: int = 0
     budget: int = 0
@@ -234,10 +234,10 @@ class Player:
 
     def _show(self, observation: Observation, status: str) -> None:
         progress = self.progress
-        level = observation.levels_completed
+        level = observation.levels_completed  # the level in play, counted from 0
         if observation.win_levels:
-            level = min(level, observation.win_levels - 1)  # a won game shows its last level
-        progress.level = level + 1
+            level = min(level, observation.win_levels - 1)  # a won game shows its last budget
+        progress.levels_completed = observation.levels_completed
         progress.win_levels = observation.win_levels
         progress.actions = self.actions
         progress.budget = self.limits.level_budget(self.baselines, level)

@@ -45,13 +45,25 @@ class RunPlan:
             time_limit_s=self.time_limit_s,
         )
 
+    def check(self) -> None:
+        """`ConfigurationError` when the profile cannot make a session here (a key variable
+        that is not set, a compaction the adapter cannot do), before any game starts."""
+        build_session(self.profile, http_client=self.http_client, env=self.env)
+
 
 @dataclass(frozen=True, slots=True)
 class PlayedGame:
-    """One game's result and the folder its records are in."""
+    """One game's result and the folder its records are in (None when none was written: the
+    profile could not make a session)."""
 
     result: GameResult
-    run_dir: Path
+    run_dir: Path | None
+
+
+def failure_line(result: GameResult) -> str:
+    """A failed game's reason as one line: `game: EXIT: error`."""
+    reason = " ".join((result.error or "no reason was given").split())
+    return f"{result.game_id}: {result.exit_reason}: {reason}"
 
 
 def run_dir_name(game_id: str, profile_id: str, started: datetime) -> str:
@@ -113,7 +125,7 @@ def _play_one(
         )
     except ConfigurationError as exc:
         board.status = "AGENT_ERROR"
-        return PlayedGame(_unplayed(game_id, "AGENT_ERROR", str(exc)), run_dir)
+        return PlayedGame(_unplayed(game_id, "AGENT_ERROR", str(exc)), None)
     try:
         environment = arena.open(game_id)
         player = Player(

@@ -29,9 +29,10 @@ from typing import Any
 
 from satchel.harness.loopback import Served
 from satchel.harness.script import FALLBACK, Reply, Script, ScriptLike, parse_script
-from satchel.providers.chat.wire import REASONING_FIELDS
 
-REASONING_FIELD = REASONING_FIELDS[0]  # `reasoning_content`, the field the adapters read first
+# The field the Chat Completions adapters read first (`providers.chat.wire.REASONING_FIELDS`),
+# spelled out so the server loads no provider SDK.
+REASONING_FIELD = "reasoning_content"
 DEFAULT_MODEL = "scripted-model"
 _CREATED = 1_780_000_000
 _PIECES = 3  # content and reasoning are streamed in about this many deltas
@@ -289,6 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    block_on_close = False  # stopping never waits for an answer in flight (a `delay_s`)
     owner: ScriptedModelServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -381,11 +383,18 @@ def serve_forever(
     host: str = "127.0.0.1",
     port: int = 0,
     announce: Callable[[str], object] = print,
-) -> None:
+) -> str:
     """Serve `script` until SIGINT or SIGTERM, announcing the base URL once listening (from the
-    main thread: the signals are its own while it serves)."""
+    main thread: the signals are its own while it serves); the name of the signal that stopped
+    it."""
+    received: list[int] = []
     stop = threading.Event()
-    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def stopping(signum: int, frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, stopping) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with ScriptedModelServer(script, host, port) as server:
             announce(server.base_url)
@@ -393,3 +402,4 @@ def serve_forever(
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    return signal.Signals(received[0]).name

@@ -23,6 +23,16 @@ class Diagnostics:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary(self) -> str:
+        """One line for a log: `HTTP 503 server_error (InternalServerError, request req_1)`."""
+        status = f"HTTP {self.http_status}" if self.http_status else ""
+        head = " ".join(part for part in (status, self.provider_error_type or "") if part)
+        detail = [self.exception_class] if head else []
+        if self.request_id:
+            detail.append(f"request {self.request_id}")
+        name = head or self.exception_class
+        return f"{name} ({', '.join(detail)})" if detail else name
+
     @classmethod
     def build(
         cls,

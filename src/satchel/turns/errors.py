@@ -79,16 +79,25 @@ class TurnFailed(SatchelTurnError):
     """A turn was abandoned: retries ran out or a failure was final.
 
     The accepted state is unchanged; `usage` is what the abandoned attempts spent (already in the
-    run total) and `last_error` the final attempt's error.
+    run total) and `last_error` the final attempt's error. The message ends with the last
+    error's, which keeps the provider's words for the person running the turn; `reason` is the
+    same account without them, for records.
     """
 
     def __init__(
-        self, message: str, *, attempts: int, usage: Usage, last_error: BaseException | None
+        self,
+        message: str,
+        *,
+        attempts: int,
+        usage: Usage,
+        last_error: BaseException | None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.usage = usage
         self.last_error = last_error
+        self.reason = message if reason is None else reason
 
 
 class CompactionFailed(AttemptError):

@@ -230,9 +230,7 @@ class Session:
                 self._fail(turn, _kind(exc), exc)
                 if isinstance(exc, ContextOverflowError):
                     if self.compactor is None or turn.overflow_recovered:
-                        raise self._failed(
-                            turn, "the request exceeds the model's context", exc
-                        ) from exc
+                        raise self._failed(turn, "context overflow", exc, str(exc)) from exc
                     turn.overflow_recovered = True
                     turn.counted -= 1
                     if native:
@@ -242,10 +240,10 @@ class Session:
                     continue
                 if not exc.retryable:
                     raise self._failed(
-                        turn, f"a {type(exc).__name__} cannot be retried", exc
+                        turn, f"a {type(exc).__name__} cannot be retried", exc, str(exc)
                     ) from exc
                 if turn.counted >= self.policy.max_attempts:
-                    raise self._failed(turn, "retries ran out", exc) from exc
+                    raise self._failed(turn, "retries ran out", exc, str(exc)) from exc
                 if isinstance(exc, TransientError):
                     turn.transient += 1
                     self._sleep(self.policy.backoff(turn.transient))
@@ -257,9 +255,11 @@ class Session:
             try:
                 action = parse(result.response)
             except InvalidAnswer as exc:
-                self._fail(turn, "invalid_answer", None)
+                self._fail(turn, "invalid_answer", None, reason=str(exc))
                 if turn.counted >= self.policy.max_attempts:
-                    raise self._failed(turn, "retries ran out", exc) from exc
+                    raise self._failed(
+                        turn, "retries ran out", exc, f"invalid answer: {exc}"
+                    ) from exc
                 continue
             self.adapter.check_state(result.provisional_state, since=self._state)
             return self._commit(turn, action, result, started, trigger)
@@ -399,23 +399,31 @@ class Session:
         self._attempt_usage = self._attempt_usage + usage
         self._total_usage = self._total_usage + usage
 
-    def _fail(self, turn: _Turn, kind: str, exc: AttemptError | None) -> None:
+    def _fail(self, turn: _Turn, kind: str, exc: AttemptError | None, *, reason: str = "") -> None:
+        """Note a failed attempt: its record keeps the allowlisted diagnostics, and the warning
+        says the parser's `reason`, or those diagnostics (never a provider's message)."""
         diagnostics = exc.diagnostics.to_dict() if exc and exc.diagnostics else None
         turn.failures.append(FailedAttempt(turn.calls, kind, diagnostics))
+        if not reason and exc and exc.diagnostics:
+            reason = exc.diagnostics.summary()
         log.warning(
-            "attempt %d of step %d failed: %s %s",
+            "attempt %d of step %d failed: %s%s",
             turn.calls,
             self._steps + 1,
             kind,
-            redact(diagnostics, self.adapter.opaque_fields) if diagnostics else "",
+            f": {reason}" if reason else "",
         )
 
-    def _failed(self, turn: _Turn, why: str, exc: BaseException) -> TurnFailed:
+    def _failed(self, turn: _Turn, why: str, exc: BaseException, said: str = "") -> TurnFailed:
+        """`TurnFailed` saying `why`; its message ends with what the last attempt `said` (the
+        provider's words), its `reason` for records does not."""
+        reason = f"step {self._steps + 1} abandoned after {turn.calls} attempt(s): {why}"
         return TurnFailed(
-            f"step {self._steps + 1} abandoned after {turn.calls} attempt(s): {why}",
+            f"{reason}: {said}" if said else reason,
             attempts=turn.calls,
             usage=self._attempt_usage,
             last_error=exc,
+            reason=reason,
         )
 
     def _abandoned_record(self, turn: _Turn, exc: BaseException) -> dict[str, Any]:
@@ -423,7 +431,7 @@ class Session:
         record: dict[str, Any] = {
             "step": self._steps + 1,
             "attempts": turn.calls,
-            "reason": str(exc) if isinstance(exc, TurnFailed) else type(exc).__name__,
+            "reason": exc.reason if isinstance(exc, TurnFailed) else type(exc).__name__,
             "usage": self._attempt_usage.to_dict(),
             "retries": [failure.to_dict() for failure in turn.failures],
         }

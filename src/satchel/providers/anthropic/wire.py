@@ -18,7 +18,7 @@ from typing import Any
 import anthropic
 import httpx2
 
-from satchel.providers.kit.errors import overflows, reply_error, unreachable
+from satchel.providers.kit.errors import overflows, provider_words, reply_error, unreachable
 from satchel.providers.kit.logs import hide_bodies
 from satchel.providers.kit.sdk import sdk_arguments
 from satchel.turns import (
@@ -71,7 +71,8 @@ class MessagesReply:
 def call_messages(client: anthropic.Anthropic, body: dict[str, Any]) -> MessagesReply:
     """Send `body` (streamed when `body["stream"]`) and return the accumulated answer, whatever
     its stop reason; the adapter decides what it means. SDK errors become attempt errors, raised
-    outside the SDK exception's handler so no provider message travels along."""
+    outside the SDK exception's handler, so the SDK's exception (its raw body) never travels
+    along."""
     error: AttemptError
     arguments = sdk_arguments(body, "messages")
     try:
@@ -82,7 +83,7 @@ def call_messages(client: anthropic.Anthropic, body: dict[str, Any]) -> Messages
             return reply
         message = client.beta.messages.create(**arguments)
     except anthropic.APIStatusError as exc:
-        error = classify_status_error(exc)
+        error = classify_status_error(exc, secret=client.api_key or "")
     except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
         error = unreachable(exc)
     else:
@@ -101,26 +102,30 @@ def call_messages(client: anthropic.Anthropic, body: dict[str, Any]) -> Messages
     raise error
 
 
-def classify_status_error(exc: anthropic.APIStatusError) -> AttemptError:
-    """Map an HTTP error answer to the taxonomy; provider messages are inspected, never kept."""
+def classify_status_error(exc: anthropic.APIStatusError, *, secret: str = "") -> AttemptError:
+    """Map an HTTP error answer to the taxonomy; the message keeps the provider's words
+    (`provider_words`, `secret` masked), the diagnostics only allowlisted values."""
     status = exc.status_code
     error_type = _error_type(exc.body)
     diagnostics = Diagnostics.build(type(exc).__name__, error_type, status, exc.request_id)
+    said = provider_words(status, error_type, _error_field(exc.body, "message"), secret)
     if status in (400, 413) and overflows(str(exc.message or "")):
         return ContextOverflowError(
-            "the request exceeds the model's context", diagnostics=diagnostics
+            f"the request exceeds the model's context ({said})", diagnostics=diagnostics
         )
     if error_type in TRANSIENT_TYPES or status in (408, 409, 429) or status >= 500:
-        return TransientError(f"the provider answered HTTP {status}", diagnostics=diagnostics)
-    return FatalAttemptError(
-        f"the provider refused the request (HTTP {status})", diagnostics=diagnostics
-    )
+        return TransientError(f"the provider answered {said}", diagnostics=diagnostics)
+    return FatalAttemptError(f"the provider refused the request: {said}", diagnostics=diagnostics)
 
 
 def _error_type(body: object) -> str | None:
+    return _error_field(body, "type")
+
+
+def _error_field(body: object, name: str) -> str | None:
     error = body.get("error") if isinstance(body, Mapping) else None
-    kind = error.get("type") if isinstance(error, Mapping) else None
-    return kind if isinstance(kind, str) else None
+    value = error.get(name) if isinstance(error, Mapping) else None
+    return value if isinstance(value, str) else None
 
 
 def _accumulate(reply: MessagesReply, stream: Iterable[Any]) -> None:

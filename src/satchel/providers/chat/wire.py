@@ -65,8 +65,8 @@ class ChatReply:
 def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
     """Send `body` (streamed when `body["stream"]`), and return the accumulated answer.
 
-    Errors are raised outside the SDK exception's handler, so no provider message travels along
-    as their context.
+    Errors are raised outside the SDK exception's handler, so the SDK's exception (its raw body)
+    never travels along as their context.
     """
     error: AttemptError
     arguments = sdk_arguments(body, "messages")
@@ -78,7 +78,7 @@ def call_chat(client: openai.OpenAI, body: dict[str, Any]) -> ChatReply:
             return reply
         completion = client.chat.completions.create(**arguments)
     except openai.APIStatusError as exc:
-        error = classify_openai_status(exc)
+        error = classify_openai_status(exc, secret=client.api_key)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:

@@ -21,7 +21,7 @@ from google import genai
 from google.genai import _interactions as gi
 
 from satchel.providers.google.state import Step, content_text
-from satchel.providers.kit.errors import overflows, reply_error, unreachable
+from satchel.providers.kit.errors import overflows, provider_words, reply_error, unreachable
 from satchel.providers.kit.logs import hide_bodies
 from satchel.turns import (
     AttemptError,
@@ -84,7 +84,8 @@ class InteractionReply:
 def call_interactions(client: genai.Client, body: dict[str, Any]) -> InteractionReply:
     """Send `body` (streamed when `body["stream"]`) and return the accumulated answer, whatever
     its status; the adapter decides what a status means. SDK errors become attempt errors,
-    raised outside the SDK exception's handler so no provider message travels along."""
+    raised outside the SDK exception's handler, so the SDK's exception (its raw body) never
+    travels along."""
     error: AttemptError
     settings = {k: v for k, v in body.items() if k != "input"}
     extra = {**(settings.pop("extra_body", None) or {}), "input": body.get("input", [])}
@@ -111,21 +112,21 @@ def call_interactions(client: genai.Client, body: dict[str, Any]) -> Interaction
 
 
 def classify_status_error(exc: gi.APIStatusError) -> AttemptError:
-    """Map an HTTP error answer to the taxonomy; provider messages are inspected, never kept."""
+    """Map an HTTP error answer to the taxonomy; the message keeps the provider's words
+    (`provider_words`), the diagnostics only allowlisted values."""
     status = int(exc.status_code or 0)
     kind, message = _error_body(exc.body)
     diagnostics = Diagnostics.build(
         type(exc).__name__, kind.lower() if kind else None, status, _header(exc.response)
     )
+    said = provider_words(status, kind, message)
     if status in (400, 413) and (overflows(message) or _TOKEN_COUNT.search(message)):
         return ContextOverflowError(
-            "the request exceeds the model's context", diagnostics=diagnostics
+            f"the request exceeds the model's context ({said})", diagnostics=diagnostics
         )
     if kind in TRANSIENT_STATUSES or status in (408, 409, 429) or status >= 500:
-        return TransientError(f"the provider answered HTTP {status}", diagnostics=diagnostics)
-    return FatalAttemptError(
-        f"the provider refused the request (HTTP {status})", diagnostics=diagnostics
-    )
+        return TransientError(f"the provider answered {said}", diagnostics=diagnostics)
+    return FatalAttemptError(f"the provider refused the request: {said}", diagnostics=diagnostics)
 
 
 def failed_error(reply: InteractionReply) -> AttemptError:

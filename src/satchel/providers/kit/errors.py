@@ -1,11 +1,17 @@
 """How SDK errors and unacceptable answers map onto the turn contract's taxonomy: the overflow
 wording every family recognizes, the `openai` SDK's HTTP errors, unreachable providers, and the
-error of an answer that cannot be accepted."""
+error of an answer that cannot be accepted.
+
+An error's message keeps the provider's own words (status, error code, message), masked and on
+one line, for the user's terminal and a run's error reason; its `Diagnostics`, which records
+keep, never hold them.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import openai
 
@@ -32,6 +38,15 @@ _OUTPUT_LIMIT = re.compile(
     r"max_(?:completion_|output_)?tokens|(?:completion|output) tokens", re.IGNORECASE
 )
 _INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
+PROVIDER_TEXT_LIMIT = 300  # characters of a provider's message kept in an error
+CODE_LIMIT = 80  # characters of its error code
+MASKED = "[masked]"
+# What may be a credential or opaque state in a provider's words: a bearer token, a key-shaped
+# word (`sk-...`, `xai-...`, Google's `AIza...`), a long unbroken run of base64-like characters.
+_SECRET_WORDS = re.compile(
+    r"(?i:bearer)\s+\S+|\b(?:sk|xai|gsk|key)-[A-Za-z0-9_\-]{6,}|\bAIza[A-Za-z0-9_\-]{20,}"
+    r"|[A-Za-z0-9+/_\-]{64,}={0,2}"
+)
 
 
 class Answered(Protocol):
@@ -41,22 +56,42 @@ class Answered(Protocol):
     request_id: str | None
 
 
-def classify_openai_status(exc: openai.APIStatusError) -> AttemptError:
-    """Map an HTTP error answer of the `openai` SDK to the taxonomy; provider messages are
-    inspected, never kept."""
+def classify_openai_status(exc: openai.APIStatusError, *, secret: str = "") -> AttemptError:
+    """Map an HTTP error answer of the `openai` SDK to the taxonomy; the message keeps the
+    provider's words (`provider_words`, `secret` masked), the diagnostics only allowlisted
+    values."""
     status = exc.status_code
     error_type = exc.type if isinstance(exc.type, str) else None
     code = exc.code if isinstance(exc.code, str) else None
     diagnostics = Diagnostics.build(type(exc).__name__, error_type or code, status, exc.request_id)
+    body = exc.body if isinstance(exc.body, dict) else {}
+    said = provider_words(status, code or error_type, body.get("message"), secret)
     if code in OVERFLOW_CODES or (status in (400, 413, 422) and overflows(str(exc.message or ""))):
         return ContextOverflowError(
-            "the request exceeds the model's context", diagnostics=diagnostics
+            f"the request exceeds the model's context ({said})", diagnostics=diagnostics
         )
     if status in (408, 409, 429) or status >= 500:
-        return TransientError(f"the provider answered HTTP {status}", diagnostics=diagnostics)
-    return FatalAttemptError(
-        f"the provider refused the request (HTTP {status})", diagnostics=diagnostics
-    )
+        return TransientError(f"the provider answered {said}", diagnostics=diagnostics)
+    return FatalAttemptError(f"the provider refused the request: {said}", diagnostics=diagnostics)
+
+
+def provider_words(status: int | None, code: object, message: object, secret: str = "") -> str:
+    """What the provider said, fit for a terminal and a run's error reason: `HTTP 404
+    model_not_found: The model ... does not exist`, on one line, at most
+    `PROVIDER_TEXT_LIMIT` characters of the message, with `secret` (the key sent),
+    bearer tokens, key-shaped words and long opaque runs masked."""
+    label = _one_line(code, CODE_LIMIT, secret)
+    head = " ".join(part for part in (f"HTTP {status}" if status else "", label) if part)
+    text = _one_line(message, PROVIDER_TEXT_LIMIT, secret)
+    return f"{head}: {text}" if head and text else head or text or "no details"
+
+
+def _one_line(value: object, limit: int, secret: str) -> str:
+    text = " ".join(value.split()) if isinstance(value, str) else ""
+    if secret:
+        text = text.replace(secret, MASKED)
+    text = _SECRET_WORDS.sub(MASKED, text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def overflows(message: str) -> bool:
@@ -67,10 +102,19 @@ def overflows(message: str) -> bool:
 
 
 def unreachable(exc: Exception) -> TransientError:
-    """A timeout or a connection that failed: retryable, diagnosed by its class alone."""
+    """A timeout or a connection that failed: retryable, naming the URL tried (without its
+    query) and the SDK's exception, diagnosed by its class alone."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    where = f" at {_without_query(str(url))}" if url is not None else ""
     return TransientError(
-        "the provider could not be reached", diagnostics=Diagnostics.build(type(exc).__name__)
+        f"the provider{where} could not be reached ({type(exc).__name__})",
+        diagnostics=Diagnostics.build(type(exc).__name__),
     )
+
+
+def _without_query(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def reply_error[E: AttemptError](

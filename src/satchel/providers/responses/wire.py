@@ -87,7 +87,8 @@ class ResponsesReply:
 def call_responses(client: openai.OpenAI, body: dict[str, Any]) -> ResponsesReply:
     """Send `body` (streamed when `body["stream"]`) and return the accumulated answer, whatever
     its status; the adapter decides what a status means. SDK errors become attempt errors,
-    raised outside the SDK exception's handler so no provider message travels along."""
+    raised outside the SDK exception's handler, so the SDK's exception (its raw body) never
+    travels along."""
     error: AttemptError
     arguments = sdk_arguments(body, "input")
     try:
@@ -98,7 +99,7 @@ def call_responses(client: openai.OpenAI, body: dict[str, Any]) -> ResponsesRepl
             return reply
         response = client.responses.create(**arguments)
     except openai.APIStatusError as exc:
-        error = classify_openai_status(exc)
+        error = classify_openai_status(exc, secret=client.api_key)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:
@@ -118,7 +119,7 @@ def call_compact(client: openai.OpenAI, model: str, items: list[Item]) -> Respon
             **sdk_arguments({"model": model, "input": items}, "input")
         )
     except openai.APIStatusError as exc:
-        error = classify_openai_status(exc)
+        error = classify_openai_status(exc, secret=client.api_key)
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         error = unreachable(exc)
     else:
