@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -132,7 +133,9 @@ def test_an_unknown_role_is_a_usage_error_naming_the_choices(tmp_path: Path) -> 
     done = satchel("serve", "--role", "everything", "--data-dir", str(tmp_path / "data"))
     assert done.returncode == 2
     assert done.stdout == ""
-    assert "'everything' is not one of 'all', 'api', 'worker'" in done.stderr
+    said = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.stderr).split())
+    assert "Invalid value for '--role'" in said
+    assert "'everything' is not one of 'all', 'api', 'worker'" in said
     assert not (tmp_path / "data").exists()
 
 

@@ -16,8 +16,9 @@ from satchel.cli import app
 
 runner = CliRunner()
 
-NOISE = re.compile(r"<(?:bool|str|int|float|path|list\[[^\]]*\])>|\{[a-z_]+\}")
-"""Python type names and `{name}` placeholders typer prints unless told otherwise."""
+NOISE = re.compile(r"<(?:bool|str|int|float|path|list\[[^\]]*\])>|\{[a-z_]+\}|…")
+"""Python type names and `{name}` placeholders typer prints unless told otherwise, and the
+ellipsis of a word cut short."""
 
 BORDER = re.compile(r"[│╭╮╰╯─]")
 
@@ -40,7 +41,9 @@ COMMANDS = [
 
 
 def rendered(args: list[str], columns: int) -> str:
-    result = runner.invoke(app, args, env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    result = runner.invoke(
+        app, args, prog_name="satchel", env={"COLUMNS": str(columns), "NO_COLOR": "1"}
+    )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -95,7 +98,7 @@ def test_flags_show_no_type_and_values_show_a_metavar() -> None:
     assert re.search(r"--game\s+GAME\b", shown)
     assert re.search(r"--list-games\s+List", shown)
     serve = rendered(["serve", "--help"], 120)
-    assert "[all|api|worker]" in serve
+    assert re.search(r"--role\s+all\|api\|worker\b", serve)
     revoke = rendered(["tokens", "revoke", "--help"], 120)
     assert "satchel tokens revoke [OPTIONS] TOKEN" in revoke
 
@@ -103,4 +106,5 @@ def test_flags_show_no_type_and_values_show_a_metavar() -> None:
 def test_run_help_marks_config_and_game_as_required() -> None:
     shown = rendered(["run", "--help"], 120)
     assert "Usage: satchel run --config PROFILE --game GAME [OPTIONS]" in shown
-    assert shown.count("required unless --list-games or --list-configs") == 2
+    said = " ".join(BORDER.sub(" ", shown).split())
+    assert said.count("(required unless --list-games or --list-configs)") == 2
