@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -64,7 +65,7 @@ def hard_breaks(paragraph: str, output: str, columns: int) -> list[str]:
             found = words[start : start + len(wanted)]
             return [
                 lines[line]
-                for (_, line), (word, after) in zip(found, found[1:], strict=False)
+                for (_, line), (word, after) in pairwise(found)
                 if after != line and len(lines[line]) + 1 + len(word) <= columns - 4
             ]
     raise AssertionError(f"{paragraph!r} is not in the help:\n{output}")

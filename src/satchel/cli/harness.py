@@ -9,6 +9,7 @@ import typer
 
 from satchel.cli.extras import require
 from satchel.cli.output import console, fail
+from satchel.cli.tables import fitted
 
 RUN_USAGE = "--config PROFILE --game GAME [OPTIONS]"
 """The usage line of `satchel run`: a profile and a game are required unless listing."""
@@ -107,7 +108,7 @@ def run_games(
             for table in [games_table(options)] * list_games + [
                 configs_table(options)
             ] * list_configs:
-                console.print(table)
+                console.print(fitted(table, console))
             return
         code = run(options, console)
     except (UsageProblem, ConfigurationError) as exc:

@@ -1,4 +1,8 @@
-"""The listings of `satchel run --list-games` and `--list-configs`."""
+"""The listings of `satchel run --list-games` and `--list-configs`.
+
+Columns come most important first: a narrow terminal shows the leading ones whole and leaves the
+rest out.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,21 @@ from rich.table import Table
 from satchel.harness.command import RunOptions, profiles_of
 from satchel.harness.environments import Arena
 
+INLINE_COMPACTION = "inline"
+"""The compaction of a profile whose request asks the provider to compact (`context_management`)."""
+
+
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    table = Table(title=title, box=None, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column)
+    return table
+
 
 def games_table(options: RunOptions) -> Table:
     """The local games with their levels and baselines."""
     arena = Arena(online=False, environments_dir=options.environments_dir)
-    table = Table(title="local games")
-    for column in ("game", "title", "levels", "baseline actions", "tags"):
-        table.add_column(column, no_wrap=column == "game", overflow="fold")
+    table = _table("local games", ("game", "title", "levels", "baseline actions", "tags"))
     for info in arena.games():
         table.add_row(
             info.game_id,
@@ -26,19 +38,17 @@ def games_table(options: RunOptions) -> Table:
 
 
 def configs_table(options: RunOptions) -> Table:
-    """The profiles with their adapter and strategy."""
-    table = Table(title="profiles")
-    for column in ("profile", "adapter", "strategy", "compaction", "model"):
-        table.add_column(column, no_wrap=column == "profile", overflow="fold")
+    """The profiles with their adapter, model, strategy and compaction."""
+    table = _table("profiles", ("profile", "adapter", "model", "strategy", "compaction"))
     for profile_id, profile in sorted(profiles_of(options.profiles).items()):
         compaction: str = profile.runtime.compaction.strategy
         if "context_management" in profile.request:
-            compaction = "inline (request)"
+            compaction = INLINE_COMPACTION
         table.add_row(
             profile_id,
             profile.runtime.adapter,
+            str(profile.request.get("model", "")),
             profile.runtime.strategy,
             compaction,
-            str(profile.request.get("model", "")),
         )
     return table
