@@ -17,6 +17,7 @@ from rich.table import Table
 from satchel.cli.conventions import Command, group
 from satchel.cli.extras import require
 from satchel.cli.output import console, fail
+from satchel.cli.tables import fitted
 
 if TYPE_CHECKING:
     from satchel.memory.config import MemorySettings
@@ -168,7 +169,11 @@ def tokens_list(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per token.")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """List tokens by prefix (the tokens themselves are never stored)."""
+    """List tokens by prefix and id, what `satchel tokens revoke` takes.
+
+    The tokens themselves are never stored. A narrow terminal shows fewer columns, never a cut
+    prefix or id.
+    """
     require("server", "tokens list")
     from satchel.memory.service.tokens import list_tokens
 
@@ -190,20 +195,22 @@ def tokens_list(
                 )
             )
         return
-    table = Table()
-    for column in ("project", "prefix", "access", "name", "created", "revoked", "id"):
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    columns = ("prefix", "id", "status", "project", "access", "name", "created", "revoked")
+    for column in columns:
         table.add_column(column)
     for row in rows:
         table.add_row(
-            row.project,
             row.prefix,
+            str(row.id),
+            "revoked" if row.revoked_at else "active",
+            row.project,
             row.access,
             row.name,
             row.created_at.isoformat(timespec="seconds"),
             row.revoked_at.isoformat(timespec="seconds") if row.revoked_at else "",
-            str(row.id),
         )
-    console.print(table)
+    console.print(fitted(table, console))
 
 
 @tokens_app.command("revoke", cls=Command)
