@@ -9,15 +9,16 @@ nothing beside a flag), and each argument its upper-case name (`TOKEN`, `[SCRIPT
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import typer
+from typer._click import Context  # the context type typer's own classes declare
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 """Context settings giving every command `-h` beside `--help` (subcommands inherit them)."""
 
-MARKUP = "markdown"
+MARKUP: Literal["markdown"] = "markdown"
 """Help text is Markdown: paragraphs reflow to the terminal, and brackets stay text."""
 
 _TYPE_METAVARS: dict[object, str] = {str: "TEXT", int: "INTEGER", float: "FLOAT", Path: "PATH"}
@@ -26,10 +27,10 @@ _TYPE_METAVARS: dict[object, str] = {str: "TEXT", int: "INTEGER", float: "FLOAT"
 class PlainArgument(TyperArgument):
     """An argument shown by its metavar alone: `TOKEN` when required, `[SCRIPT]` when not."""
 
-    def display_type_rich(self, ctx: typer.Context) -> str | None:
+    def display_type_rich(self, ctx: Context) -> str | None:
         return None
 
-    def get_usage_pieces(self, ctx: typer.Context) -> list[str]:
+    def get_usage_pieces(self, ctx: Context) -> list[str]:
         name = self.display_name_raw + ("..." if self.nargs != 1 else "")
         return [name if self.required else f"[{name}]"]
 
@@ -65,7 +66,7 @@ class Command(TyperCommand):
         super().__init__(**attrs)
         _settle(self.params)
 
-    def get_help_option(self, ctx: typer.Context) -> TyperOption | None:
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
         option = super().get_help_option(ctx)
         if option is not None:
             option.metavar = ""
@@ -79,7 +80,7 @@ class Group(TyperGroup):
         super().__init__(**attrs)
         _settle(self.params)
 
-    def get_help_option(self, ctx: typer.Context) -> TyperOption | None:
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
         option = super().get_help_option(ctx)
         if option is not None:
             option.metavar = ""
