@@ -103,7 +103,7 @@ def test_tokens_list_never_cuts_what_revoke_takes(
 ) -> None:
     env = environment(live_server.database_url)
     project = f"project-{uuid.uuid4().hex[:8]}"
-    kept = created(env, data_dir, "--project", project, "--name", "a label for the token")
+    kept = created(env, data_dir, "--project", project, "--name", "[ci] nightly")
     gone = created(env, data_dir, "--project", project, "--read-only")
     assert (
         satchel("tokens", "revoke", gone[:12], "--data-dir", str(data_dir), env=env).returncode == 0
@@ -111,6 +111,8 @@ def test_tokens_list_never_cuts_what_revoke_takes(
     as_json = satchel("tokens", "list", "--project", project, "--json", env=env)
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert {row["prefix"] for row in rows} == {kept[:12], gone[:12]}
+    wide = satchel("tokens", "list", "--project", project, env=env)
+    assert "[ci] nightly" in wide.stdout  # a label is text, not markup
     listing = satchel("tokens", "list", "--project", project, env={**env, "COLUMNS": str(columns)})
     assert listing.returncode == 0, listing.stderr
     lines = listing.stdout.splitlines()

@@ -78,14 +78,13 @@ def run_games(
     ] = False,
 ) -> None:
     """Play ARC-AGI-3 games with a model profile and write a run folder per game."""
-    listing = list_games or list_configs
+    if list_games or not list_configs:
+        require("harness", "run")
     missing = [
         flag for flag, given in (("--config PROFILE", config), ("--game GAME", game)) if not given
     ]
-    if missing and not listing:
+    if missing and not (list_games or list_configs):
         fail(f"satchel run needs {' and '.join(missing)} (see --list-configs, --list-games)", 2)
-    if list_games or not list_configs:
-        require("harness", "run")
     from satchel.harness.command import RunOptions, UsageProblem, run
     from satchel.harness.environments import ArenaError
     from satchel.harness.listings import configs_table, games_table

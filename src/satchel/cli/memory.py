@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from satchel.cli.conventions import Command, group
 from satchel.cli.extras import require
@@ -200,7 +201,7 @@ def tokens_list(
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(
+        cells = (
             row.prefix,
             str(row.id),
             "revoked" if row.revoked_at else "active",
@@ -210,6 +211,7 @@ def tokens_list(
             row.created_at.isoformat(timespec="seconds"),
             row.revoked_at.isoformat(timespec="seconds") if row.revoked_at else "",
         )
+        table.add_row(*(Text(cell) for cell in cells))
     console.print(fitted(table, console))
 
 

@@ -7,6 +7,7 @@ rest out.
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from satchel.harness.command import RunOptions, profiles_of
 from satchel.harness.environments import Arena
@@ -22,12 +23,18 @@ def _table(title: str, columns: tuple[str, ...]) -> Table:
     return table
 
 
+def _add_row(table: Table, *cells: str) -> None:
+    """A row whose cells are text as they are: brackets in a profile id are not markup."""
+    table.add_row(*(Text(cell) for cell in cells))
+
+
 def games_table(options: RunOptions) -> Table:
     """The local games with their levels and baselines."""
     arena = Arena(online=False, environments_dir=options.environments_dir)
     table = _table("local games", ("game", "title", "levels", "baseline actions", "tags"))
     for info in arena.games():
-        table.add_row(
+        _add_row(
+            table,
             info.game_id,
             info.title,
             str(len(info.baseline_actions)),
@@ -44,7 +51,8 @@ def configs_table(options: RunOptions) -> Table:
         compaction: str = profile.runtime.compaction.strategy
         if "context_management" in profile.request:
             compaction = INLINE_COMPACTION
-        table.add_row(
+        _add_row(
+            table,
             profile_id,
             profile.runtime.adapter,
             str(profile.request.get("model", "")),
