@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +110,58 @@ def test_module_entry_point_runs() -> None:
         [sys.executable, "-m", "satchel", "--version"], capture_output=True, text=True, check=True
     )
     assert __version__ in done.stdout
+
+
+def satchel(
+    *args: str, cwd: Path | None = None, code: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real command in a child process; `code` runs first in it (to hide a module)."""
+    start = f"{code}\n" if code else ""
+    program = f"{start}import sys\nfrom satchel.cli import main\nsys.argv[0] = 'satchel'\nmain()"
+    return subprocess.run(
+        [sys.executable, "-c", program, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_an_unknown_role_is_a_usage_error_naming_the_choices(tmp_path: Path) -> None:
+    done = satchel("serve", "--role", "everything", "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    said = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.stderr).split())
+    assert "Invalid value for '--role'" in said
+    assert "'everything' is not one of 'all', 'api', 'worker'" in said
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [
+        ((), "--config PROFILE and --game GAME"),
+        (("--game", "lamp-0001"), "--config PROFILE"),
+        (("--config", "qwen3-open-weight-continuous"), "--game GAME"),
+    ],
+)
+def test_a_run_without_its_required_options_names_them(
+    tmp_path: Path, args: tuple[str, ...], missing: str
+) -> None:
+    done = satchel("run", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert f"satchel run needs {missing}" in line
+    assert "--list-configs" in line or "--list-games" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_extra_is_named_with_its_brackets() -> None:
+    done = satchel("run", "--list-games", code="import sys\nsys.modules['arc_agi'] = None")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "satchel run needs the harness extra: pip install 'satchel[harness]'"
+    ]

@@ -275,7 +275,8 @@ def test_the_games_and_profiles_are_listed(
     ):
         row = next(line for line in configs.output.splitlines() if profile_id in line)
         assert adapter_id in row
-    assert "inline (request)" in configs.output
+    inline = next(line for line in configs.output.splitlines() if "responses-continuous" in line)
+    assert inline.split()[-1] == "inline"
 
 
 @pytest.mark.parametrize(

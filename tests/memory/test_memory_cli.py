@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -94,6 +95,32 @@ def test_tokens_against_an_embedded_data_dir(data_dir: Path) -> None:
     revoked = satchel("tokens", "revoke", token, "--data-dir", str(data_dir), env=env)
     assert revoked.returncode == 0, revoked.stderr
     assert embedded_postmaster(data_dir) is None
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_tokens_list_never_cuts_what_revoke_takes(
+    live_server: LiveServer, data_dir: Path, columns: int
+) -> None:
+    env = environment(live_server.database_url)
+    project = f"project-{uuid.uuid4().hex[:8]}"
+    kept = created(env, data_dir, "--project", project, "--name", "[ci] nightly")
+    gone = created(env, data_dir, "--project", project, "--read-only")
+    assert (
+        satchel("tokens", "revoke", gone[:12], "--data-dir", str(data_dir), env=env).returncode == 0
+    )
+    as_json = satchel("tokens", "list", "--project", project, "--json", env=env)
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert {row["prefix"] for row in rows} == {kept[:12], gone[:12]}
+    wide = satchel("tokens", "list", "--project", project, env=env)
+    assert "[ci] nightly" in wide.stdout  # a label is text, not markup
+    listing = satchel("tokens", "list", "--project", project, env={**env, "COLUMNS": str(columns)})
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert all(len(line.rstrip()) <= columns for line in lines), listing.stdout
+    for row in rows:
+        (line,) = [line for line in lines if row["prefix"] in line.split()]
+        assert row["id"] in line.split()
+        assert (row["revoked_at"] is None) != ("revoked" in line.split()), line
 
 
 def test_tokens_refuse_a_data_dir_where_nothing_was_served(data_dir: Path) -> None:

@@ -49,7 +49,7 @@ OPEN_ID = "open_source.chat_completions.v1"
             "openai",
             "responses",
             ("continuous_conversation", "previous_response_id"),
-            ("none", "harness_summary"),
+            ("none", "harness_summary", "inline"),
         ),
         (
             "xai.responses.v1",

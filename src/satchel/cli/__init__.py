@@ -8,13 +8,10 @@ import typer
 
 from satchel import __version__
 from satchel.cli import bench, conformance, harness, memory, providers
+from satchel.cli.conventions import Command, group
 from satchel.cli.output import console
 
-app = typer.Typer(
-    help="satchel: what an LLM agent carries from one model call to the next.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+app = group("satchel: what an LLM agent carries from one model call to the next.")
 
 
 def _version(value: bool) -> None:
@@ -33,17 +30,18 @@ def root(
     """satchel: turn state, cache-stable context and memory for LLM agents."""
 
 
-app.command()(providers.providers)
-app.command(name="run")(harness.run_games)
-app.command(name="model-server")(harness.model_server)
+app.command(cls=Command)(providers.providers)
+app.command(name="run", cls=Command, options_metavar=harness.RUN_USAGE)(harness.run_games)
+app.command(name="model-server", cls=Command)(harness.model_server)
 app.add_typer(memory.tokens_app, name="tokens")
-app.command()(memory.serve)
-app.command()(memory.worker)
+app.command(cls=Command)(memory.serve)
+app.command(cls=Command)(memory.worker)
 app.add_typer(memory.formation_app, name="formation")
-app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
-    bench.bench
-)
-app.command()(conformance.conformance)
+app.command(
+    cls=Command,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)(bench.bench)
+app.command(cls=Command)(conformance.conformance)
 
 
 def main() -> None:

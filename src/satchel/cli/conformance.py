@@ -17,19 +17,26 @@ from satchel.cli.output import fail
 def conformance(
     driver: Annotated[
         str | None,
-        typer.Option(help="A shipped driver's name, or the command line of any other driver."),
+        typer.Option(
+            metavar="DRIVER",
+            help="A shipped driver's name, or the command line of any other driver.",
+        ),
     ] = None,
     cases: Annotated[
         Path | None,
-        typer.Option(help="A case file (default: the published cases, then satchel's)."),
+        typer.Option(
+            metavar="FILE", help="A case file (default: the published cases, then satchel's)."
+        ),
     ] = None,
     api: Annotated[
         str | None,
-        typer.Option(help="A running deployment (default: start one of our own)."),
+        typer.Option(metavar="URL", help="A running deployment (default: start one of our own)."),
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(envvar="SATCHEL_TOKEN", help="The token for --api (env SATCHEL_TOKEN)."),
+        typer.Option(
+            envvar="SATCHEL_TOKEN", metavar="TOKEN", help="The token for --api (env SATCHEL_TOKEN)."
+        ),
     ] = None,
     list_drivers: Annotated[
         bool, typer.Option("--list-drivers", help="List the shipped drivers.")

@@ -9,20 +9,38 @@ import typer
 
 from satchel.cli.extras import require
 from satchel.cli.output import console, fail
+from satchel.cli.tables import fitted
+
+RUN_USAGE = "--config PROFILE --game GAME [OPTIONS]"
+"""The usage line of `satchel run`: a profile and a game are required unless listing."""
+
+UNLESS_LISTING = "required unless --list-games or --list-configs"
 
 
 def run_games(
     config: Annotated[
-        str | None, typer.Option("--config", help="The profile id to play with.")
+        str | None,
+        typer.Option(
+            "--config", metavar="PROFILE", help=f"The profile id to play with ({UNLESS_LISTING})."
+        ),
     ] = None,
     game: Annotated[
-        list[str] | None, typer.Option("--game", help="A game id; repeat for several.")
+        list[str] | None,
+        typer.Option(
+            "--game", metavar="GAME", help=f"A game id; repeat for several ({UNLESS_LISTING})."
+        ),
     ] = None,
     profiles: Annotated[
         list[Path] | None,
-        typer.Option("--profiles", help="A profile file (YAML) besides the examples; repeatable."),
+        typer.Option(
+            "--profiles",
+            metavar="FILE",
+            help="A profile file (YAML) besides the examples; repeatable.",
+        ),
     ] = None,
-    parallel: Annotated[int, typer.Option("--parallel", help="Games played at once.")] = 1,
+    parallel: Annotated[
+        int, typer.Option("--parallel", metavar="N", help="Games played at once.")
+    ] = 1,
     offline: Annotated[
         bool | None,
         typer.Option(
@@ -31,20 +49,28 @@ def run_games(
         ),
     ] = None,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where each game's run folder is written.")
+        Path,
+        typer.Option("--runs-dir", metavar="DIR", help="Where each game's run folder is written."),
     ] = Path("runs"),
     tags: Annotated[
-        list[str] | None, typer.Option("--tags", help="A scorecard tag (online); repeatable.")
+        list[str] | None,
+        typer.Option("--tags", metavar="TAG", help="A scorecard tag (online); repeatable."),
     ] = None,
     max_actions: Annotated[
-        int | None, typer.Option("--max-actions", help="At most this many actions a game.")
+        int | None,
+        typer.Option("--max-actions", metavar="N", help="At most this many actions a game."),
     ] = None,
     time_limit: Annotated[
-        float | None, typer.Option("--time-limit", help="Seconds a game may take.")
+        float | None,
+        typer.Option("--time-limit", metavar="SECONDS", help="Seconds a game may take."),
     ] = None,
     environments_dir: Annotated[
         Path | None,
-        typer.Option("--environments-dir", help="Local games to play (default: satchel's own)."),
+        typer.Option(
+            "--environments-dir",
+            metavar="DIR",
+            help="Local games to play (default: satchel's own).",
+        ),
     ] = None,
     list_games: Annotated[bool, typer.Option("--list-games", help="List the local games.")] = False,
     list_configs: Annotated[
@@ -54,6 +80,11 @@ def run_games(
     """Play ARC-AGI-3 games with a model profile and write a run folder per game."""
     if list_games or not list_configs:
         require("harness", "run")
+    missing = [
+        flag for flag, given in (("--config PROFILE", config), ("--game GAME", game)) if not given
+    ]
+    if missing and not (list_games or list_configs):
+        fail(f"satchel run needs {' and '.join(missing)} (see --list-configs, --list-games)", 2)
     from satchel.harness.command import RunOptions, UsageProblem, run
     from satchel.harness.environments import ArenaError
     from satchel.harness.listings import configs_table, games_table
@@ -76,7 +107,7 @@ def run_games(
             for table in [games_table(options)] * list_games + [
                 configs_table(options)
             ] * list_configs:
-                console.print(table)
+                console.print(fitted(table, console))
             return
         code = run(options, console)
     except (UsageProblem, ConfigurationError) as exc:
@@ -92,10 +123,16 @@ def model_server(
     ] = None,
     game: Annotated[
         list[str] | None,
-        typer.Option("--game", help="Serve the shipped replies that win this game; repeatable."),
+        typer.Option(
+            "--game",
+            metavar="GAME",
+            help="Serve the shipped replies that win this game; repeatable.",
+        ),
     ] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to listen on.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8000,
 ) -> None:
     """Serve a scripted OpenAI-compatible model on loopback, for offline runs and demos."""
     from satchel.harness.script import ScriptError, load_script, winning_script

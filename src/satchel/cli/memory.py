@@ -9,26 +9,30 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
+from satchel.cli.conventions import Command, group
 from satchel.cli.extras import require
 from satchel.cli.output import console, fail
+from satchel.cli.tables import fitted
 
 if TYPE_CHECKING:
     from satchel.memory.config import MemorySettings
 
-tokens_app = typer.Typer(help="Create, list and revoke bearer tokens of the memory deployment.")
-formation_app = typer.Typer(help="Operate the formation of stored turns.")
+tokens_app = group("Create, list and revoke bearer tokens of the memory deployment.")
+formation_app = group("Operate the formation of stored turns.")
 
 DataDir = Annotated[
     Path | None,
     typer.Option(
         "--data-dir",
-        help="Where the embedded database lives (default: SATCHEL_DATA_DIR or "
-        "~/.local/share/satchel). Ignored when SATCHEL_DATABASE_URL is set.",
+        metavar="DIR",
+        help="Where the embedded database lives. Default: SATCHEL_DATA_DIR, else "
+        "~/.local/share/satchel. Ignored when SATCHEL_DATABASE_URL is set.",
     ),
 ]
 
@@ -43,11 +47,11 @@ def _memory_settings(data_dir: Path | None) -> MemorySettings:
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", help="Port to listen on.")] = 8080,
     data_dir: DataDir = None,
     role: Annotated[
-        str,
+        Literal["all", "api", "worker"],
         typer.Option(
             help="all: API and a worker process beside it; api: HTTP only; worker: formation only."
         ),
@@ -61,11 +65,11 @@ def serve(
         ),
     ] = True,
 ) -> None:
-    """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set);
-    SIGINT or SIGTERM stops it, its worker and its embedded PostgreSQL."""
+    """Serve the memory deployment (embedded PostgreSQL unless SATCHEL_DATABASE_URL is set).
+
+    SIGINT or SIGTERM stops it, its worker and its embedded PostgreSQL.
+    """
     require("server", "serve")
-    if role not in ("all", "api", "worker"):
-        fail(f"--role must be all, api or worker, not {role!r}", 2)
     from satchel.memory.threads import one_thread_each
 
     one_thread_each()
@@ -117,9 +121,11 @@ def _deployment(settings: MemorySettings) -> Iterator[str]:
         fail(str(exc), 2)
 
 
-@formation_app.command("unpark")
+@formation_app.command("unpark", cls=Command)
 def formation_unpark(
-    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    project: Annotated[
+        str | None, typer.Option(metavar="PROJECT", help="Only this project.")
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Put parked turns (those that failed formation 6 times) back in line for the worker."""
@@ -131,15 +137,17 @@ def formation_unpark(
     console.print(f"unparked {count} turn(s)")
 
 
-@tokens_app.command("create")
+@tokens_app.command("create", cls=Command)
 def tokens_create(
-    project: Annotated[str, typer.Option(help="The project the token opens.")],
+    project: Annotated[str, typer.Option(metavar="PROJECT", help="The project the token opens.")],
     read_only: Annotated[bool, typer.Option("--read-only", help="Reads only.")] = False,
-    name: Annotated[str, typer.Option(help="A label for the token.")] = "",
+    name: Annotated[str, typer.Option(metavar="NAME", help="A label for the token.")] = "",
     data_dir: DataDir = None,
 ) -> None:
-    """Create a token and print it once (only its digest is stored); stderr says which
-    database holds it."""
+    """Create a token and print it once (only its digest is stored).
+
+    stderr says which database holds it.
+    """
     require("server", "tokens create")
     from satchel.memory.server import where
     from satchel.memory.service.tokens import create_token
@@ -154,13 +162,19 @@ def tokens_create(
     typer.echo(f"token for project {project!r} written to {where(settings)}", err=True)
 
 
-@tokens_app.command("list")
+@tokens_app.command("list", cls=Command)
 def tokens_list(
-    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    project: Annotated[
+        str | None, typer.Option(metavar="PROJECT", help="Only this project.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per token.")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """List tokens by prefix (the tokens themselves are never stored)."""
+    """List tokens by prefix and id, what `satchel tokens revoke` takes.
+
+    The tokens themselves are never stored. A narrow terminal shows fewer columns, never a cut
+    prefix or id.
+    """
     require("server", "tokens list")
     from satchel.memory.service.tokens import list_tokens
 
@@ -182,23 +196,26 @@ def tokens_list(
                 )
             )
         return
-    table = Table()
-    for column in ("project", "prefix", "access", "name", "created", "revoked", "id"):
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    columns = ("prefix", "id", "status", "project", "access", "name", "created", "revoked")
+    for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(
-            row.project,
+        cells = (
             row.prefix,
+            str(row.id),
+            "revoked" if row.revoked_at else "active",
+            row.project,
             row.access,
             row.name,
             row.created_at.isoformat(timespec="seconds"),
             row.revoked_at.isoformat(timespec="seconds") if row.revoked_at else "",
-            str(row.id),
         )
-    console.print(table)
+        table.add_row(*(Text(cell) for cell in cells))
+    console.print(fitted(table, console))
 
 
-@tokens_app.command("revoke")
+@tokens_app.command("revoke", cls=Command)
 def tokens_revoke(
     token: Annotated[str, typer.Argument(help="The token, its id, or its 12-character prefix.")],
     data_dir: DataDir = None,
@@ -210,6 +227,5 @@ def tokens_revoke(
     with _deployment(_memory_settings(data_dir)) as url:
         count = revoke_token(url, token)
     if not count:
-        console.print("[red]no active token matches[/red]")
-        raise typer.Exit(1)
+        fail("no active token matches that token, id or prefix (see satchel tokens list)", 1)
     console.print(f"revoked {count} token(s)")

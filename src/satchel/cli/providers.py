@@ -15,8 +15,10 @@ from satchel.cli.output import console
 def providers(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per adapter.")] = False,
 ) -> None:
-    """List every registered provider adapter with its descriptor and its example profiles
-    (`satchel run --config <id>`)."""
+    """List every registered provider adapter with its descriptor and its example profiles.
+
+    Play one with `satchel run --config PROFILE`.
+    """
     from satchel.providers import REGISTRY, example_profiles
 
     descriptors = list(REGISTRY)

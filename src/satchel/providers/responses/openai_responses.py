@@ -42,7 +42,7 @@ DESCRIPTOR = AdapterDescriptor(
     version="1.0.0",
     strategies=("continuous_conversation", "previous_response_id"),
     review_status="provider_reference",
-    compaction=("none", "harness_summary"),
+    compaction=("none", "harness_summary", "inline"),
 )
 
 
