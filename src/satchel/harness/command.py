@@ -104,7 +104,7 @@ def run(
                 plan, arena, stop=stop, progress=lambda boards: live.update(progress_table(boards))
             )
     finally:
-        closed = _closed(arena, console)
+        closed = _closed(arena, errors)
     console.print()
     console.print(summary_table(played, console.width), crop=False)
     for game in played:
@@ -148,12 +148,12 @@ def _check_local_games(arena: Arena, games: Sequence[str]) -> None:
         )
 
 
-def _closed(arena: Arena, console: Console) -> bool:
-    """Close the arena; a scorecard the API would not close is reported, not raised."""
+def _closed(arena: Arena, errors: Console) -> bool:
+    """Close the arena; a scorecard the API would not close is reported on `errors`, not raised."""
     try:
         arena.close()
     except ArenaError as exc:
-        console.print(f"[red]{exc}[/red]", soft_wrap=True)
+        errors.print(Text(str(exc), style="red"), soft_wrap=True)
         return False
     return True
 
