@@ -414,3 +414,13 @@ def test_profiles_of_the_public_harness_load_unchanged(tmp_path: Path) -> None:
 def test_the_older_name_of_continuous_conversation_is_understood() -> None:
     profile = load(entry(OPEN, {"runtime.state": "encrypted_replay"}))
     assert profile.runtime.strategy == "continuous_conversation"
+
+
+def test_a_compaction_the_adapter_has_not_names_the_strategies_and_its_inline_compaction() -> None:
+    """The Responses adapter lists `inline` among its compactions, but `inline` is asked for in
+    the request: the refusal names only the strategies a profile can set, and where inline goes."""
+    with pytest.raises(ProfileError) as caught:
+        load(entry(RESPONSES, {"runtime.compaction.strategy": "native"}))
+    message = str(caught.value)
+    assert "supports none, harness_summary, not native" in message
+    assert "request.context_management" in message

@@ -11,9 +11,7 @@ from rich.text import Text
 
 from satchel.harness.command import RunOptions, profiles_of
 from satchel.harness.environments import Arena
-
-INLINE_COMPACTION = "inline"
-"""The compaction of a profile whose request asks the provider to compact (`context_management`)."""
+from satchel.providers.kit.spec import INLINE_COMPACTION
 
 
 def _table(title: str, columns: tuple[str, ...]) -> Table:

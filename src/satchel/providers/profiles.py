@@ -11,6 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from satchel.providers.kit.spec import INLINE_COMPACTION
 from satchel.providers.registry import REGISTRY, SPECS
 from satchel.turns import ConfigurationError, Pricing, ProviderAdapter, RetryPolicy
 
@@ -185,9 +186,15 @@ def _check(profile: Profile) -> None:
             "is not the adapter's to rebuild",
         )
     if compaction.strategy not in descriptor.compaction:
+        strategies = [name for name in descriptor.compaction if name != INLINE_COMPACTION]
+        inline = (
+            "; its inline compaction is asked for with request.context_management"
+            if INLINE_COMPACTION in descriptor.compaction
+            else ""
+        )
         raise _FieldError(
             "runtime.compaction.strategy",
-            f"{adapter_id} supports {', '.join(descriptor.compaction)}, not {compaction.strategy}",
+            f"{adapter_id} supports {', '.join(strategies)}, not {compaction.strategy}{inline}",
         )
     try:
         REGISTRY.get(adapter_id).validate_request(

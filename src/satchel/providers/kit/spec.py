@@ -10,6 +10,10 @@ from typing import Any, Protocol
 from satchel.providers.kit.settings import RequestSettings
 from satchel.turns import AdapterDescriptor, ProviderAdapter
 
+INLINE_COMPACTION = "inline"
+"""The compaction a descriptor lists when the provider compacts inside the request it is sent
+(`request.context_management`), rather than by a `runtime.compaction.strategy`."""
+
 
 class ClientOptions(Protocol):
     """Where and how the SDK client connects."""

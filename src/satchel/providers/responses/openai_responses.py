@@ -16,6 +16,7 @@ from typing import Any
 import openai
 
 from satchel.providers.kit.errors import reply_error
+from satchel.providers.kit.spec import INLINE_COMPACTION
 from satchel.providers.kit.unwinding import rebuilt, unwind_latest
 from satchel.providers.responses.adapter import ResponsesAdapter
 from satchel.providers.responses.settings import OpenAIResponsesSettings
@@ -42,7 +43,7 @@ DESCRIPTOR = AdapterDescriptor(
     version="1.0.0",
     strategies=("continuous_conversation", "previous_response_id"),
     review_status="provider_reference",
-    compaction=("none", "harness_summary", "inline"),
+    compaction=("none", "harness_summary", INLINE_COMPACTION),
 )
 
 
