@@ -165,3 +165,14 @@ def test_a_missing_extra_is_named_with_its_brackets() -> None:
     assert done.stderr.splitlines() == [
         "satchel run needs the harness extra: pip install 'satchel[harness]'"
     ]
+
+
+def test_a_framework_driver_without_its_extra_is_named_before_anything_starts() -> None:
+    done = satchel(
+        "conformance", "--driver", "langgraph", code="import sys\nsys.modules['langgraph'] = None"
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "satchel conformance --driver langgraph needs the integrations extra: "
+        "pip install 'satchel[integrations]'"
+    ]

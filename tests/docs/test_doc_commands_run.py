@@ -29,6 +29,8 @@ from doc_pages import ROOT, inline_spans, pages, read_page, shell_invocations
 NOT_RUN = {
     "bash scripts/satchel serve": "the set-up itself: it installs into .venv (what it installs is "
     "checked by test_doc_setup.py) and serves until stopped; `satchel serve` runs below",
+    "bash scripts/bootstrap integrations": "the set-up itself: it installs into .venv (what it "
+    "installs is checked by test_doc_setup.py)",
     "bash scripts/test": "the whole test suite, this test included",
     "bash scripts/first-health": "clones the repository and installs a fresh .venv: minutes",
     "claude mcp add": "needs Claude Code",

@@ -43,7 +43,7 @@ def conformance(
     ] = False,
 ) -> None:
     """Run the conformance suite against a driver: one JSON line per case on stdout."""
-    from satchel.conformance.drivers import SHIPPED, driver_command
+    from satchel.conformance.drivers import SHIPPED, driver_command, shipped
 
     if list_drivers:
         for shipped in SHIPPED:
@@ -54,6 +54,8 @@ def conformance(
     if api and not token:
         fail("--api needs a token: pass --token or set SATCHEL_TOKEN", 2)
     require("server", "conformance")
+    if (framework := shipped(driver)) is not None and framework.extra is not None:
+        require(framework.extra, f"conformance --driver {framework.name}")
     from satchel.conformance.cases import CasesError, load_cases
     from satchel.conformance.deployment import started
     from satchel.conformance.runner import CaseResult, check_api, check_driver, run_suite

@@ -23,6 +23,14 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
         "mcp_types",
     ),
     "harness": ("arc_agi", "arcengine"),
+    "integrations": (
+        "langchain_core",
+        "langchain",
+        "langgraph",
+        "pydantic_ai",
+        "agents",
+        "agent_framework",
+    ),
 }
 """Per extra, the modules its distributions provide that the commands using it import."""
 
