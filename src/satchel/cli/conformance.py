@@ -46,8 +46,8 @@ def conformance(
     from satchel.conformance.drivers import SHIPPED, driver_command, shipped
 
     if list_drivers:
-        for shipped in SHIPPED:
-            typer.echo(f"{shipped.name}\t{shipped.about}")
+        for listed in SHIPPED:
+            typer.echo(f"{listed.name}\t{listed.about}")
         return
     if not driver:
         fail("--driver is required: a shipped driver's name or a command line", 2)
