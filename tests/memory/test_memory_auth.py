@@ -20,7 +20,9 @@ from memory_routes import memory_app, served
 from satchel.memory.config import MemorySettings
 from satchel.memory.service.tokens import revoke_token
 
-NO_CREDENTIAL = "no credential was sent: send the project's token as `Authorization: Bearer <token>`"
+NO_CREDENTIAL = (
+    "no credential was sent: send the project's token as `Authorization: Bearer <token>`"
+)
 NOT_BEARER = (
     "the Authorization header is not `Bearer <token>` (other schemes and bare tokens are"
     " refused): send the project's token after `Bearer `"

@@ -85,12 +85,11 @@ def test_vectors_of_messages_erased_while_embedding_are_skipped(
         ("ann",),
     ]
     stored, vectors_through = rows(
-        url, "SELECT p.stored, g.vectors_through FROM projects p JOIN passage_progress g"
-        " ON g.project_id = p.id"
+        url,
+        "SELECT p.stored, g.vectors_through FROM projects p JOIN passage_progress g"
+        " ON g.project_id = p.id",
     )[0]
     assert vectors_through == stored == 2
     again = one_pass(url, ErasingMidway(lambda: None))
     assert again.passages == 0
-    assert rows(url, "SELECT count(*) FROM message_vectors WHERE data_subject_id = 'ben'") == [
-        (0,)
-    ]
+    assert rows(url, "SELECT count(*) FROM message_vectors WHERE data_subject_id = 'ben'") == [(0,)]

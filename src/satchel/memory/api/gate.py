@@ -33,7 +33,9 @@ LOOKUP_TIMEOUT = 2.0  # seconds to wait for a connection to look a credential up
 # The three answers of a failed authentication, all 401 `unauthenticated`. None quotes the
 # header, which may hold a secret; a token not accepted gets one answer whatever the reason, so
 # nothing tells whether it exists (why: decision 0055 in docs/decisions/).
-NO_CREDENTIAL = "no credential was sent: send the project's token as `Authorization: Bearer <token>`"
+NO_CREDENTIAL = (
+    "no credential was sent: send the project's token as `Authorization: Bearer <token>`"
+)
 NOT_BEARER = (
     "the Authorization header is not `Bearer <token>` (other schemes and bare tokens are"
     " refused): send the project's token after `Bearer `"
