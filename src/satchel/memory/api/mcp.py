@@ -6,7 +6,8 @@ official `mcp` SDK does the protocol. Each of the six tools is one v1 route unde
 another name: a call is forwarded in process to that route with the caller's `Authorization`, so
 validation, access, admission, idempotency and the answer are exactly the HTTP ones. A success
 is the route's JSON, as structured content and as text; a refusal is a tool error whose text is
-`<status> <code>: <message>`. There are no erasure, export or correction tools, on purpose.
+`<status> <code>: <message>`. There are no erasure, export or correction tools, on purpose; a
+read-only token is offered the four read tools only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from satchel.memory.api.bodies import BODY
 from satchel.memory.api.errors import ApiError, error_response, failed
-from satchel.memory.api.gate import Gate
+from satchel.memory.api.gate import Gate, Grant
 from satchel.memory.api.routes.citations import CitationBody
 from satchel.memory.api.routes.contexts import ContextRequest
 from satchel.memory.api.routes.feedback import FeedbackRecordRequest
@@ -236,7 +237,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = StrictRequest(scope, receive)
         try:
-            await self.gate.identify(request)
+            request.state.grant = await self.gate.identify(request)
             body = await request.read_within(self.body_timeout)
         except ApiError as refusal:
             answer = error_response(refusal.status, refusal.code, refusal.message, refusal.headers)
@@ -249,9 +250,14 @@ class McpEndpoint:
         await self.manager.handle_request(scope, replayed(body, receive), send)
 
     async def list_tools(
-        self, _: ServerRequestContext[Any], __: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], _: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool.tool() for tool in TOOLS])
+        """The tools the caller's token may use: a read-only one is not offered the writing
+        tools (a call to one is still forwarded, and refused 403 by its route)."""
+        assert isinstance(ctx.request, Request)
+        grant: Grant = ctx.request.state.grant
+        offered = [tool for tool in TOOLS if not (tool.writes and grant.read_only)]
+        return types.ListToolsResult(tools=[tool.tool() for tool in offered])
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
