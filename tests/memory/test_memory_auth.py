@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import select
 import socket
@@ -19,7 +20,17 @@ from memory_routes import memory_app, served
 from satchel.memory.config import MemorySettings
 from satchel.memory.service.tokens import revoke_token
 
-UNAUTHENTICATED = {"error": {"code": "unauthenticated", "message": "a credential is required"}}
+NO_CREDENTIAL = (
+    "no credential was sent: send the project's token as `Authorization: Bearer <token>`"
+)
+NOT_BEARER = (
+    "the Authorization header is not `Bearer <token>` (other schemes and bare tokens are"
+    " refused): send the project's token after `Bearer `"
+)
+NOT_ACCEPTED = (
+    "the bearer token is not accepted (unknown, revoked, or its project suspended): check it,"
+    " or make one with `satchel tokens create`"
+)
 READ_ONLY_ALLOWED = {
     "/v1/freshness",
     "/v1/recalls",
@@ -71,9 +82,11 @@ def test_routes_declare_the_contracts_access() -> None:
             assert level == ("read" if path in READ_ONLY_ALLOWED else "write"), path
 
 
-def test_every_guarded_route_refuses_a_missing_or_unknown_token_alike(
-    live_server: LiveServer,
-) -> None:
+def unauthenticated(message: str) -> dict[str, dict[str, str]]:
+    return {"error": {"code": "unauthenticated", "message": message}}
+
+
+def test_every_guarded_route_says_which_credential_failed(live_server: LiveServer) -> None:
     token = live_server.token("alpha")
     revoked = live_server.token("alpha")
     assert revoke_token(live_server.database_url, revoked) == 1
@@ -81,27 +94,30 @@ def test_every_guarded_route_refuses_a_missing_or_unknown_token_alike(
     with psycopg.connect(live_server.database_url) as conn:
         conn.execute("UPDATE projects SET suspended_at = now() WHERE name = 'frozen'")
     unknown = "tsk_" + "A" * 43
-    headers = [
-        None,
-        "",
-        "Bearer",
-        "Bearer\t" + token,
-        "Basic " + token,
-        "Token " + token,
-        "Bearer " + token[4:],
-        "Bearer " + token[:-1],
-        "Bearer " + unknown,
-        "Bearer " + revoked,
-        "Bearer " + suspended,
-        "Bearer " + token + "x",
-    ]
+    basic = base64.b64encode(f"alpha:{token}".encode()).decode()
+    headers = {
+        None: NO_CREDENTIAL,
+        "": NO_CREDENTIAL,
+        "Bearer": NOT_BEARER,
+        "Bearer\t" + token: NOT_BEARER,
+        "Basic " + basic: NOT_BEARER,
+        "Token " + token: NOT_BEARER,
+        token: NOT_BEARER,
+        "Bearer " + token[4:]: NOT_ACCEPTED,
+        "Bearer " + token[:-1]: NOT_ACCEPTED,
+        "Bearer " + unknown: NOT_ACCEPTED,
+        "Bearer " + revoked: NOT_ACCEPTED,
+        "Bearer " + suspended: NOT_ACCEPTED,
+        "Bearer " + token + "x": NOT_ACCEPTED,
+    }
     with httpx.Client(base_url=live_server.base_url) as client:
         for path, method in GUARDED:
-            for header in headers:
+            for header, message in headers.items():
                 answer = call(client, method, path, header, b"not even json")
                 assert answer.status_code == 401, (path, header)
-                assert answer.json() == UNAUTHENTICATED
+                assert answer.json() == unauthenticated(message), (path, header)
                 assert answer.headers["content-type"].startswith("application/json")
+                assert token not in answer.text and token[4:] not in answer.text
 
 
 def test_the_scheme_ignores_case_and_the_token_is_trimmed(live_server: LiveServer) -> None:
@@ -204,7 +220,7 @@ def test_a_token_over_its_limit_is_refused_at_once(live_server: LiveServer) -> N
             assert_rate_limited(observed)
             assert busy(client, second) is None  # the project has room for another token
             unknown = client.get("/v1/freshness", headers={"Authorization": "Bearer tsk_x"})
-            assert unknown.json() == UNAUTHENTICATED  # authentication comes first
+            assert unknown.json() == unauthenticated(NOT_ACCEPTED)  # authentication comes first
         assert busy(client, first) is None
         assert busy(client, first) is None
         assert (

@@ -202,7 +202,7 @@ def openapi_fields(spec: dict[str, Any], path: str) -> set[str]:
 
 
 async def test_the_six_tools_carry_their_routes_input_schemas(served: Deployment) -> None:
-    token = served.token(read_only=True)
+    token = served.token()
     async with mcp(served.base_url, token) as session:
         listed = (await session.list_tools()).tools
     spec = httpx.get(served.base_url + "/openapi.json").json()
@@ -225,6 +225,17 @@ async def test_the_six_tools_carry_their_routes_input_schemas(served: Deployment
     message = observe["$defs"]["ObservedMessage"]
     assert set(message["required"]) == {"role", "content"}
     assert "group_ordinal" in message["properties"]
+
+
+async def test_a_read_only_token_is_offered_the_four_read_tools(served: Deployment) -> None:
+    reader = served.token(read_only=True)
+    async with mcp(served.base_url, reader) as session:
+        listed = (await session.list_tools()).tools
+        assert [tool.name for tool in listed] == [name for name in ROUTES if name in READS]
+        assert all(tool.annotations and tool.annotations.read_only_hint for tool in listed)
+        turn = {"idempotency_key": str(uuid.uuid4()), "messages": TURN}
+        called = await session.call_tool("observe", turn)  # not offered, and still refused
+        assert called.is_error and text(called).startswith("403 forbidden: ")
 
 
 async def settled(client: httpx.AsyncClient, *asks: tuple[str, dict[str, Any]]) -> None:
@@ -355,17 +366,18 @@ async def test_the_token_is_checked_before_any_mcp(served: Deployment) -> None:
     token = served.token()
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as client:
-        for headers in (
-            {},
-            {"Authorization": f"Bearer tsk_{uuid.uuid4().hex}"},
-            {"Authorization": f"Basic {token}"},
+        for headers, opening in (
+            ({}, "no credential was sent"),
+            ({"Authorization": token}, "the Authorization header is not `Bearer <token>`"),
+            ({"Authorization": f"Basic {token}"}, "the Authorization header is not `Bearer"),
+            ({"Authorization": f"Bearer tsk_{uuid.uuid4().hex}"}, "the bearer token is not"),
         ):
             for body in (json.dumps(listing), "not json-rpc at all"):
                 answer = await client.post("/mcp", content=body, headers={**headers, **ACCEPT})
                 assert answer.status_code == 401, answer.text
-                assert answer.json() == {
-                    "error": {"code": "unauthenticated", "message": "a credential is required"}
-                }
+                error = answer.json()["error"]
+                assert error["code"] == "unauthenticated"
+                assert error["message"].startswith(opening), error
         signed = {"Authorization": f"Bearer {token}"}
         unreadable = await client.post(
             "/mcp",

@@ -171,15 +171,15 @@ def test_a_body_over_one_mebibyte_is_refused(http: httpx.Client) -> None:
     padded = exact + b" " * (MAX_BODY_BYTES - len(exact))
     assert len(padded) == MAX_BODY_BYTES
     assert http.post("/v1/observations", content=padded).status_code == 201
-    assert_error(http.post("/v1/observations", content=padded + b" "), 400, "invalid_body")
+    assert_error(http.post("/v1/observations", content=padded + b" "), 413, "invalid_body")
     big = json.dumps(turn("x" * MAX_BODY_BYTES)).encode()
-    assert_error(http.post("/v1/observations", content=big), 400, "invalid_body")
+    assert_error(http.post("/v1/observations", content=big), 413, "invalid_body")
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the cap holds while reading
         yield padded
         yield b"  "
 
-    assert_error(http.post("/v1/observations", content=chunks()), 400, "invalid_body")
+    assert_error(http.post("/v1/observations", content=chunks()), 413, "invalid_body")
     assert stored(http) == 0
 
 

@@ -126,7 +126,7 @@ def test_migration_moves_every_vector_into_its_projects_partition(before_url: st
         for messages in kept.values():
             for axis, message in enumerate(messages):
                 add_vector(conn, message, axis)
-    assert migrate(before_url) == ["0013_vectors_by_project.sql"]
+    assert migrate(before_url)[0] == "0013_vectors_by_project.sql"
     with psycopg.connect(before_url, autocommit=True) as conn:
         assert partition_rows(conn) == {
             f"message_vectors_{project}": sorted(messages) for project, messages in kept.items()

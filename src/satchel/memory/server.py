@@ -195,6 +195,16 @@ def serve(
         )
 
 
+def facts_line(settings: MemorySettings) -> str:
+    """What the worker does about facts, said once at start: formed by which model, or off."""
+    if settings.formation is not None:
+        return f"facts: formed by the model {settings.formation.model!r}"
+    return (
+        "facts: off (no SATCHEL_FORMATION_MODEL and SATCHEL_FORMATION_BASE_URL): turns are"
+        " stored, searched and summarized, but no facts are formed; set both to form facts"
+    )
+
+
 def _address(host: str, listener: socket.socket) -> str:
     port = listener.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -222,7 +232,13 @@ async def _serve(
         access_log=False,
         timeout_graceful_shutdown=int(STOP_GRACE),
     )
-    server = _Server(config, lambda: _say(announce, f"satchel memory serving on {address}"))
+
+    def started() -> None:
+        _say(announce, f"satchel memory serving on {address}")
+        if with_worker:
+            _say(announce, facts_line(settings))
+
+    server = _Server(config, started)
 
     def on_stop(force: bool) -> None:
         server.should_exit = True
@@ -270,6 +286,7 @@ def work(settings: MemorySettings, announce: object = print) -> None:
         if signals.signum is not None:
             return
         _say(announce, "satchel memory worker running")
+        _say(announce, facts_line(settings))
         asyncio.run(run_until_stopped(url, settings, parent=None))
 
 

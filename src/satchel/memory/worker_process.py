@@ -35,13 +35,13 @@ def command(parent: int) -> list[str]:
 
 async def run_until_stopped(url: str, settings: MemorySettings, parent: int | None) -> None:
     """Run a worker until SIGINT or SIGTERM, or until process `parent` is no longer ours."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):  # first: importing and loading take a while
+        loop.add_signal_handler(signum, stop.set)
     from satchel.memory.formation.worker import Worker
 
     worker = Worker(url, settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     watch = asyncio.create_task(_watch_parent(parent, stop)) if parent else None
     try:
         await worker.run(stop)

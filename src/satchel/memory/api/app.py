@@ -81,7 +81,7 @@ def create_app(
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    mcp = McpEndpoint(app, gate)
+    mcp = McpEndpoint(app, gate, settings.body_timeout)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["POST"], include_in_schema=False))
 
     @app.get("/health", include_in_schema=True)

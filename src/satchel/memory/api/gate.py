@@ -30,17 +30,37 @@ LOOKUPS = 16  # credential lookups in flight at once
 LOOKUP_TIMEOUT = 2.0  # seconds to wait for a connection to look a credential up
 
 
-def unauthenticated() -> ApiError:
-    return ApiError(401, "unauthenticated", "a credential is required")
+# The three answers of a failed authentication, all 401 `unauthenticated`. None quotes the
+# header, which may hold a secret; a token not accepted gets one answer whatever the reason, so
+# nothing tells whether it exists (why: decision 0055 in docs/decisions/).
+NO_CREDENTIAL = (
+    "no credential was sent: send the project's token as `Authorization: Bearer <token>`"
+)
+NOT_BEARER = (
+    "the Authorization header is not `Bearer <token>` (other schemes and bare tokens are"
+    " refused): send the project's token after `Bearer `"
+)
+NOT_ACCEPTED = (
+    "the bearer token is not accepted (unknown, revoked, or its project suspended): check it,"
+    " or make one with `satchel tokens create`"
+)
+
+
+def unauthenticated(message: str) -> ApiError:
+    return ApiError(401, "unauthenticated", message)
 
 
 def bearer(request: Request) -> str:
+    """The request's bearer token, or 401 saying whether none was sent, the header is not
+    `Bearer <token>`, or the token cannot be one of ours."""
     header = request.headers.get("authorization", "")
-    if len(header) <= 7 or header[:7].lower() != "bearer ":
-        raise unauthenticated()
+    if not header.strip():
+        raise unauthenticated(NO_CREDENTIAL)
     token = header[7:].strip()
+    if header[:7].lower() != "bearer " or not token:
+        raise unauthenticated(NOT_BEARER)
     if not token.startswith(TOKEN_PREFIX):
-        raise unauthenticated()
+        raise unauthenticated(NOT_ACCEPTED)
     return token
 
 
@@ -103,7 +123,8 @@ class Gate:
         self.lookups = 0
 
     async def identify(self, request: Request) -> Grant:
-        """The grant of the request's bearer token, or 401 `unauthenticated` (no slot taken);
+        """The grant of the request's bearer token, or 401 `unauthenticated` saying which way
+        the credential failed (no slot taken);
         remembered from an earlier request while changes to credentials are heard."""
         digest = token_digest(bearer(request))
         remembered = self.credentials.grant(digest)
@@ -120,7 +141,7 @@ class Gate:
         finally:
             self.lookups -= 1
         if found is None:
-            raise unauthenticated()
+            raise unauthenticated(NOT_ACCEPTED)
         grant = Grant(found.project_id, found.project, found.token_id, found.access == "read_only")
         self.credentials.remember(digest, grant, generation)
         return grant

@@ -1,11 +1,13 @@
 """`POST /mcp`: the Model Context Protocol over streamable HTTP, stateless, answering plain JSON.
 
 The bearer token is checked before any MCP is read (401 `unauthenticated` in the contract's
-shape); the official `mcp` SDK does the protocol. Each of the six tools is one v1 route under
+shape), then the body is read under the v1 routes' rule (over 1 MiB: 413 `invalid_body`); the
+official `mcp` SDK does the protocol. Each of the six tools is one v1 route under
 another name: a call is forwarded in process to that route with the caller's `Authorization`, so
 validation, access, admission, idempotency and the answer are exactly the HTTP ones. A success
 is the route's JSON, as structured content and as text; a refusal is a tool error whose text is
-`<status> <code>: <message>`. There are no erasure, export or correction tools, on purpose.
+`<status> <code>: <message>`. There are no erasure, export or correction tools, on purpose; a
+read-only token is offered the four read tools only.
 """
 
 from __future__ import annotations
@@ -24,21 +26,20 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from satchel.memory.api.bodies import BODY
 from satchel.memory.api.errors import ApiError, error_response, failed
-from satchel.memory.api.gate import Gate
+from satchel.memory.api.gate import Gate, Grant
 from satchel.memory.api.routes.citations import CitationBody
 from satchel.memory.api.routes.contexts import ContextRequest
 from satchel.memory.api.routes.feedback import FeedbackRecordRequest
 from satchel.memory.api.routes.observations import Observation
 from satchel.memory.api.routes.recalls import RecallBody
-from satchel.memory.api.strict import MAX_BODY_BYTES
+from satchel.memory.api.strict import MAX_BODY_BYTES, StrictRequest
 
 MCP_PATH = "/mcp"
 INNER_BASE = "http://satchel.memory"  # the in-process address tools forward to
-ENVELOPE_BYTES = 2 * MAX_BODY_BYTES  # a tool call's JSON-RPC body: a v1 body and its wrapping
 COMBINATORS = ("anyOf", "oneOf", "allOf", "not")
 INSTRUCTIONS = (
     "Long-term memory of this project. Recall before deciding what may already be known, observe "
@@ -181,14 +182,29 @@ def result(answer: httpx.Response) -> types.CallToolResult:
     return refused(answer.status_code, code, message)
 
 
+def replayed(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the body already read, then whatever the client sends next."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class McpEndpoint:
     """The ASGI app at `/mcp`: the token first, then the SDK's stateless JSON transport, whose
     tool calls go to the service's own routes through `inner`. `running` holds the SDK's task
     group for the app's lifespan."""
 
-    def __init__(self, app: ASGIApp, gate: Gate) -> None:
+    def __init__(self, app: ASGIApp, gate: Gate, body_timeout: float) -> None:
         self.app = app
         self.gate = gate
+        self.body_timeout = body_timeout
         self.server: Server[Any] = Server(
             "satchel-memory",
             version=implementation_version(),
@@ -205,7 +221,7 @@ class McpEndpoint:
             self.server,
             json_response=True,
             stateless=True,
-            max_request_body_size=ENVELOPE_BYTES,
+            max_request_body_size=MAX_BODY_BYTES,
         )
         transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)
         async with (
@@ -219,8 +235,10 @@ class McpEndpoint:
                 self.manager = self.inner = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = StrictRequest(scope, receive)
         try:
-            await self.gate.identify(Request(scope, receive))
+            request.state.grant = await self.gate.identify(request)
+            body = await request.read_within(self.body_timeout)
         except ApiError as refusal:
             answer = error_response(refusal.status, refusal.code, refusal.message, refusal.headers)
             await answer(scope, receive, send)
@@ -229,12 +247,17 @@ class McpEndpoint:
             await failed(exc)(scope, receive, send)
             return
         assert self.manager is not None, "the app's lifespan runs the MCP session manager"
-        await self.manager.handle_request(scope, receive, send)
+        await self.manager.handle_request(scope, replayed(body, receive), send)
 
     async def list_tools(
-        self, _: ServerRequestContext[Any], __: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], _: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool.tool() for tool in TOOLS])
+        """The tools the caller's token may use: a read-only one is not offered the writing
+        tools (a call to one is still forwarded, and refused 403 by its route)."""
+        assert isinstance(ctx.request, Request)
+        grant: Grant = ctx.request.state.grant
+        offered = [tool for tool in TOOLS if not (tool.writes and grant.read_only)]
+        return types.ListToolsResult(tools=[tool.tool() for tool in offered])
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -252,7 +275,9 @@ class McpEndpoint:
         headers = {"authorization": ctx.request.headers.get("authorization", "")}
         if rid := ctx.request.scope.get("state", {}).get("request_id"):
             headers["x-request-id"] = rid  # the forwarded call's access line shares the id
-        body = json.dumps(arguments).encode() if tool.method == "POST" else None
+        # Compact and unescaped, the forwarded body is never longer than the call that held it.
+        compact = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        body = compact.encode() if tool.method == "POST" else None
         if body is not None:
             headers["content-type"] = "application/json"
         answer = await self.inner.request(tool.method, tool.path, content=body, headers=headers)

@@ -1,9 +1,10 @@
 """Strict request bodies and the per-route auth, admission and access checks.
 
-A body is one JSON object of at most 1 MiB, valid UTF-8 (no lone surrogates), nested at most 128
-deep, with no duplicate keys (also after case folding), no NaN or Infinity, and integers that fit
-in 64 bits (an integral number such as 8.0 or 1e2 is an integer, as JSON Schema counts it).
-Anything else is 400 `invalid_body`, saying what was wrong. Field names match in any case, as for
+A body is one JSON object of at most 1 MiB (more is 413 `invalid_body`, here and on `/mcp`),
+valid UTF-8 (no lone surrogates), nested at most 128 deep, with no duplicate keys (also after
+case folding), no NaN or Infinity, and integers that fit in 64 bits (an integral number such as
+8.0 or 1e2 is an integer, as JSON Schema counts it). Anything else is 400 `invalid_body`, saying
+what was wrong. Field names match in any case, as for
 the reference server's decoder. The body then goes through the route's request model, whose
 refusals name the field (see `errors.refusal`).
 Authentication, admission and the read-only check run before the body is read; a body that has
@@ -34,6 +35,12 @@ TOO_LARGE = "the request body is over 1 MiB (1,048,576 bytes)"
 TOO_DEEP = f"the request body nests deeper than {MAX_DEPTH} levels"
 
 Access = Literal["read", "write"]
+
+
+def too_large() -> ApiError:
+    """A body over `MAX_BODY_BYTES`: 413 with the contract's code for an unreadable body (why:
+    decision 0056 in docs/decisions/)."""
+    return ApiError(413, "invalid_body", TOO_LARGE)
 
 
 class _Duplicate(ValueError):
@@ -96,7 +103,7 @@ def _too_deep(value: Any) -> bool:
 def decode_body(raw: bytes) -> dict[str, Any]:
     """Parse a request body under the contract's rules, or raise `invalid_body` saying why."""
     if len(raw) > MAX_BODY_BYTES:
-        raise invalid_body(TOO_LARGE)
+        raise too_large()
     if not raw.strip():
         raise invalid_body("the request body is empty; send one JSON object")
     try:
@@ -154,13 +161,13 @@ class StrictRequest(Request):
         if not hasattr(self, "_body"):
             declared = self.headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-                raise invalid_body(TOO_LARGE)
+                raise too_large()
             chunks: list[bytes] = []
             size = 0
             async for chunk in self.stream():
                 size += len(chunk)
                 if size > MAX_BODY_BYTES:
-                    raise invalid_body(TOO_LARGE)
+                    raise too_large()
                 chunks.append(chunk)
             self._body = b"".join(chunks)
         return self._body

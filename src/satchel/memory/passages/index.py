@@ -9,6 +9,7 @@ from typing import Any
 
 from satchel.memory.passages.embedder import Embedder
 from satchel.memory.store.database import Conn
+from satchel.memory.store.erasure import lock_erasures
 from satchel.memory.store.terms import progress
 from satchel.memory.store.vectors import packed
 
@@ -50,7 +51,9 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
     held while the model runs (one would hold back the pruning of every row updated meanwhile,
     the project's log row first). The vectors are written in a short transaction that locks the
     project's progress row and first checks that no other builder moved it and the generation
-    is the same; otherwise nothing is written and the next pass starts from where it is.
+    is the same; otherwise nothing is written and the next pass starts from where it is. That
+    transaction holds erasures off (`lock_erasures`) and writes vectors only of the messages
+    still stored: one erased while it embedded is passed over, as if it had never been read.
     """
     async with conn.transaction():
         begun = await generation(conn, project_id, embedder)
@@ -73,18 +76,20 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
         texts = list(dict.fromkeys(row[5] for row in rows))
         vectors = await asyncio.to_thread(embedder.embed, texts)
         forms = {text: packed(vector) for text, vector in zip(texts, vectors, strict=True)}
-        values = [(row[1], project_id, row[2], row[3], row[4], forms[row[5]]) for row in rows]
+        values = [(project_id, row[2], row[3], row[4], forms[row[5]], row[1]) for row in rows]
     async with conn.transaction():
+        await lock_erasures(conn, project_id, shared=True)
         if await generation(conn, project_id, embedder) != begun:
             return 0
         if (await progress(conn, project_id))[1] != after:
             return 0
         if values:
             async with conn.cursor() as writer:
-                await writer.executemany(
+                await writer.executemany(  # a message erased since it was read is skipped
                     "INSERT INTO message_vectors"
                     " (message_id, project_id, data_subject_id, role, turn, embedding)"
-                    " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT DO NOTHING",
+                    " SELECT m.id, %s, %s, %s, %s, %s::vector FROM messages m WHERE m.id = %s"
+                    " ON CONFLICT DO NOTHING",
                     values,
                 )
         await conn.execute(

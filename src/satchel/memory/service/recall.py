@@ -22,10 +22,12 @@ from satchel.memory.spelling import offered, ranked
 from satchel.memory.store.citations import Evidence, facts_touching
 from satchel.memory.store.database import Conn, autocommitting, spare_connection
 from satchel.memory.store.entities import Entity, entities_named, entities_spelled_like, normalize
+from satchel.memory.store.formation import formed_without_model
 from satchel.memory.store.hops import HopRow
 from satchel.memory.store.passage_scope import Scope
 
 SURFACES = ("facts", "reports", "passages")
+FACTS_NOT_FORMED = "facts_not_formed"  # turns formed with no extraction model: no facts of theirs
 MAX_ANCHORS = 256
 FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
 MAX_PASSAGES = 8
@@ -433,6 +435,8 @@ async def _recall(
     facts: list[RecalledFact] = []
     truncated = spent = False
     characters = 0
+    if wants_facts and await formed_without_model(conn, project_id, ask.data_subject_id):
+        degraded.append(FACTS_NOT_FORMED)
     if wants_facts and not anchors and ask.surfaces_named:
         degraded.append("semantic_anchors")
     if anchors:

@@ -13,6 +13,8 @@ from satchel.memory.store.derived import SOURCES, Kind, Scope, kinds_for, mark
 from satchel.memory.store.log import recompute_formed
 from satchel.memory.store.terms import counted_subjects, recount
 
+LOCK_NAME = "satchel.memory.erasure"
+
 # The order rows go in: feedback and evidence before facts, facts before the entities they name,
 # everything before the observations whose deletion would otherwise cascade.
 ORDER = (
@@ -43,6 +45,14 @@ class Erased:
     @property
     def clean(self) -> bool:
         return not any(self.residual.values())
+
+
+async def lock_erasures(conn: Conn, project_id: int, *, shared: bool) -> None:
+    """Inside a transaction: the project's erasure lock until it ends. An erasure takes it alone;
+    a writer of rows that refer to messages it read earlier, outside any transaction, takes it
+    shared, so no erasure commits between its check that those messages remain and its write."""
+    take = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    await conn.execute(f"SELECT {take}(%s::int, hashtext(%s))", (project_id, LOCK_NAME))
 
 
 async def _count(conn: Conn, sql: str, scope: Scope) -> int:
@@ -82,10 +92,11 @@ async def _delete(conn: Conn, kind: Kind, scope: Scope) -> int:
 async def erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
     """Delete the scope's rows kind by kind, recount what is left and write the receipt, inside
     the caller's transaction. The project's row is locked first, so no turn of the scope can be
-    appended meanwhile."""
+    appended meanwhile, then the erasure lock, so no vectors of its messages are being written."""
     await conn.execute(
         "SELECT 1 FROM projects WHERE id = %s FOR NO KEY UPDATE", (scope.project_id,)
     )
+    await lock_erasures(conn, scope.project_id, shared=False)
     await mark(conn, scope)
     kinds = {kind.name: kind for kind in kinds_for(scope)}
     touched: list[str] = []

@@ -80,6 +80,19 @@ async def vocabulary(conn: Conn) -> dict[str, str]:
     return {name: cardinality for name, cardinality in await cursor.fetchall()}
 
 
+async def formed_without_model(conn: Conn, project_id: int, subject: str | None) -> bool:
+    """Whether an observed turn of the project (of `subject`, when given) was formed with no
+    extraction model, so that no facts were formed from it."""
+    cursor = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM observations WHERE project_id = %(p)s"
+        " AND (%(s)s::text IS NULL OR data_subject_id = %(s)s) AND kind = 'turn'"
+        " AND formed_at IS NOT NULL AND extractor_model IS NULL)",
+        {"p": project_id, "s": subject},
+    )
+    row = await cursor.fetchone()
+    return bool(row and row[0])
+
+
 async def claim_turn(conn: Conn, project_id: int, turn: DueTurn) -> datetime | None:
     """Inside a transaction: lock the log, then the turn (one round trip in a pipeline); the
     transaction's time, or None when the turn is gone or formed."""
