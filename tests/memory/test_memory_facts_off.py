@@ -114,20 +114,32 @@ def test_serve_says_facts_are_off_and_the_client_example_prints_what_its_page_sa
     assert FACTS_OFF in server.output()
 
 
-def test_worker_says_facts_are_off(live_server: LiveServer, data_dir: Path) -> None:
-    log = data_dir.parent / "worker.log"
+def worker_says(env: dict[str, str], line: str, log: Path) -> None:
+    """Start `satchel worker` with `env`, wait for `line` in its output, stop it with Ctrl-C."""
     with log.open("w") as out:
         process = subprocess.Popen(
-            [str(SATCHEL), "worker"],
-            env=without_model(live_server.database_url),
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            [str(SATCHEL), "worker"], env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
         deadline = time.monotonic() + 60
-        while FACTS_OFF not in log.read_text():
+        while line not in log.read_text():
             assert process.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0, log.read_text()
+
+
+def test_worker_says_facts_are_off(live_server: LiveServer, data_dir: Path) -> None:
+    worker_says(without_model(live_server.database_url), FACTS_OFF, data_dir.parent / "w.log")
+
+
+def test_worker_names_its_model_as_written(live_server: LiveServer, data_dir: Path) -> None:
+    """A model name with brackets is printed as text, not read as markup."""
+    env = {
+        **without_model(live_server.database_url),
+        "SATCHEL_FORMATION_MODEL": "smollm2[q8]",
+        "SATCHEL_FORMATION_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    line = "facts: formed by the model 'smollm2[q8]'"
+    worker_says(env, line, data_dir.parent / "w.log")

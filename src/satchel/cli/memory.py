@@ -17,7 +17,7 @@ from rich.text import Text
 
 from satchel.cli.conventions import Command, group
 from satchel.cli.extras import require
-from satchel.cli.output import console, fail
+from satchel.cli.output import console, fail, say
 from satchel.cli.tables import fitted
 
 if TYPE_CHECKING:
@@ -81,13 +81,13 @@ def serve(
     try:
         settings = _memory_settings(data_dir)
         if role == "worker":
-            work(settings, announce=console.print)
+            work(settings, announce=say)
         else:
             run(
                 settings,
                 host,
                 port,
-                announce=console.print,
+                announce=say,
                 with_worker=role == "all",
                 access_log=access_log,
             )
@@ -104,7 +104,7 @@ def worker(data_dir: DataDir = None) -> None:
     from satchel.memory.server import work
 
     try:
-        work(_memory_settings(data_dir), announce=console.print)
+        work(_memory_settings(data_dir), announce=say)
     except HostNotAllowed as exc:
         fail(str(exc), 2)
 

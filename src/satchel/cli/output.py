@@ -11,6 +11,11 @@ from rich.text import Text
 console = Console()
 
 
+def say(message: str) -> None:
+    """Print `message` on stdout as it is: brackets in it are text, never markup."""
+    console.print(Text(message), soft_wrap=True)
+
+
 def say_error(message: str) -> None:
     """Print `message` in red on stderr as it is: brackets in it are text, never markup."""
     Console(stderr=True).print(Text(message, style="red"), soft_wrap=True)
