@@ -285,16 +285,14 @@ def output_of(folder: Path) -> str:
     )
 
 
-def finish(process: subprocess.Popen[bytes], timeout: float) -> tuple[int, float]:
-    """The exit code and how long it took; the process is killed (by its pid) if it hangs."""
-    began = time.monotonic()
+def finish(process: subprocess.Popen[bytes], timeout: float) -> int:
+    """The exit code; the process is killed (by its pid) if it has not exited within `timeout`."""
     try:
-        code = process.wait(timeout=timeout)
+        return process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
         pytest.fail(f"satchel run did not exit within {timeout} s")
-    return code, time.monotonic() - began
 
 
 def _game_meta(runs: Path, game_id: str) -> dict[str, Any]:
@@ -306,7 +304,7 @@ def _game_meta(runs: Path, game_id: str) -> dict[str, Any]:
 def test_sigint_stops_the_run_after_the_current_action_and_closes_the_card(
     tmp_path: Path, fake: ArcApiFake, mode: str
 ) -> None:
-    slow = [reply | {"delay_s": 0.25} for reply in maze_replies()]
+    slow = [reply | {"delay_s": 0.25} for reply in maze_replies()]  # the game: about 18 s
     with ScriptedModelServer({"maze-0001": slow}) as model:
         profiles = profile_file(tmp_path, model.base_url)
         runs = tmp_path / "runs"
@@ -325,14 +323,13 @@ def test_sigint_stops_the_run_after_the_current_action_and_closes_the_card(
                 played = len(model.requests) >= 2
             assert played and process.poll() is None, output_of(tmp_path)
             process.send_signal(signal.SIGINT)
-            code, took = finish(process, timeout=10)
+            code = finish(process, timeout=12)  # well under what the rest of the game takes
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
         asked = len(model.requests)
     output = output_of(tmp_path)
-    assert took < 5, output
     assert code in (0, 130), output  # an orderly stop, not a death by the signal
     assert "Traceback" not in output, output
     run = _game_meta(runs, "maze-0001")
@@ -359,7 +356,7 @@ def test_an_api_that_refuses_the_key_fails_clearly(tmp_path: Path, fake: ArcApiF
         profiles = profile_file(tmp_path, model.base_url)
         args = run_args(profiles, tmp_path / "runs", ["maze-0001"])
         process = start(args, tmp_path, arc_env(fake.base_url, "not-the-key"))
-        code, _ = finish(process, timeout=30)
+        code = finish(process, timeout=30)
     output = output_of(tmp_path)
     calls = fake.calls
     assert calls and not any(call.key_ok for call in calls)
