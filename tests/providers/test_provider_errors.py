@@ -95,4 +95,4 @@ def test_provider_words_are_one_bounded_line() -> None:
 def test_a_long_model_id_is_kept_and_an_opaque_run_is_masked() -> None:
     model = "meta-llama/Llama-3.3-70B-Instruct-Turbo-Free"
     said = provider_words(404, "model_not_found", f"The model `{model}` does not exist {OPAQUE}")
-    assert said == f"HTTP 404 model_not_found: The model `{model}` does not exist [masked]"
+    assert said == f"HTTP 404 model_not_found: The model `{model}` does not exist [redacted]"

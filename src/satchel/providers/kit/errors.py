@@ -23,6 +23,7 @@ from satchel.turns import (
     TransientError,
     Usage,
 )
+from satchel.turns.redaction import REDACTED
 
 OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 _OVERFLOW_TEXT = re.compile(
@@ -40,7 +41,6 @@ _OUTPUT_LIMIT = re.compile(
 _INPUT_TOKENS = re.compile(r"\b(?:input|prompt) tokens\b", re.IGNORECASE)
 PROVIDER_TEXT_LIMIT = 300  # characters of a provider's message kept in an error
 CODE_LIMIT = 80  # characters of its error code
-MASKED = "[masked]"
 # What may be a credential or opaque state in a provider's words: a bearer token, a key-shaped
 # word (`sk-...`, `xai-...`, Google's `AIza...`), a long unbroken run of base64-like characters.
 _SECRET_WORDS = re.compile(
@@ -89,8 +89,8 @@ def provider_words(status: int | None, code: object, message: object, secret: st
 def _one_line(value: object, limit: int, secret: str) -> str:
     text = " ".join(value.split()) if isinstance(value, str) else ""
     if secret:
-        text = text.replace(secret, MASKED)
-    text = _SECRET_WORDS.sub(MASKED, text)
+        text = text.replace(secret, REDACTED)
+    text = _SECRET_WORDS.sub(REDACTED, text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
