@@ -4,7 +4,8 @@ Creating an artifact writes its source observation, which claims a log offset. A
 stays used: after a delete (a tombstone) or an erasure (the retry key outlives the rows), putting
 it again is a conflict. A write that would take the project past its allowance (one object's
 bytes, all objects' bytes, how many) is refused; one that does not grow what the project holds
-never is, so a lowered allowance still lets objects shrink.
+never is, so a lowered allowance still lets objects shrink. Expired artifacts hold no room: a
+growing write deletes them, as a delete would, before it counts.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from satchel.memory.store.database import Conn
 
 @dataclass(frozen=True, slots=True)
 class Allowance:
-    """What one project's artifacts may hold: bytes of one object, bytes of all, how many.
-    Expired artifacts count until they are removed."""
+    """What one project's live artifacts may hold: bytes of one object, bytes of all, how many."""
 
     object_bytes: int
     total_bytes: int

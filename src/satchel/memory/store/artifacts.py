@@ -67,20 +67,52 @@ async def current(conn: Conn, project_id: int, artifact_id: uuid.UUID) -> Curren
 
 
 async def usage(conn: Conn, project_id: int) -> tuple[int, int]:
-    """How many artifacts the project holds and their bytes, expired ones included, after
-    taking the project's usage lock (so growing writes take turns)."""
+    """How many live artifacts the project holds and their bytes, after taking the project's
+    usage lock (so growing writes take turns) and deleting its expired artifacts."""
     await conn.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"artifact-usage:{project_id}",)
     )
+    await _remove_expired(conn, project_id)
     cursor = await conn.execute(
         "SELECT count(*), coalesce(sum(octet_length(content)), 0) FROM artifacts"
-        " WHERE project_id = %s",
+        " WHERE project_id = %s AND expires_at > now()",
         (project_id,),
     )
     row = await cursor.fetchone()
     assert row is not None
     objects, held = row
     return objects, held
+
+
+async def _remove_expired(conn: Conn, project_id: int) -> None:
+    """Delete the project's expired artifacts as `remove` deletes one: with their source
+    observations, their ids tombstoned, their retry keys kept. Rows another transaction holds
+    are skipped, never waited for; a later put removes them."""
+    cursor = await conn.execute(
+        "SELECT a.id, a.source_observation_id FROM artifacts a"
+        " JOIN observations o ON o.id = a.source_observation_id"
+        " WHERE a.project_id = %s AND a.expires_at <= now() FOR UPDATE SKIP LOCKED",
+        (project_id,),
+    )
+    expired = await cursor.fetchall()
+    if not expired:
+        return
+    ids = [artifact_id for artifact_id, _ in expired]
+    sources = [source for _, source in expired]
+    # The artifacts' rows go with their sources (ON DELETE CASCADE).
+    await conn.execute(
+        "DELETE FROM observations WHERE project_id = %s AND id = ANY(%s)", (project_id, sources)
+    )
+    await conn.execute(
+        "INSERT INTO artifact_tombstones (project_id, id) SELECT %s, unnest(%s::uuid[])"
+        " ON CONFLICT DO NOTHING",
+        (project_id, ids),
+    )
+    await conn.execute(
+        "UPDATE retry_keys SET observation_id = NULL"
+        " WHERE project_id = %s AND observation_id = ANY(%s)",
+        (project_id, sources),
+    )
 
 
 async def metadata(conn: Conn, project_id: int, artifact_id: uuid.UUID) -> StoredArtifact:
