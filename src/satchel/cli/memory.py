@@ -74,7 +74,7 @@ def serve(
 
     one_thread_each()
     from satchel.memory.formation.model import HostNotAllowed
-    from satchel.memory.server import ServeError, work
+    from satchel.memory.server import NoRoom, ServeError, work
     from satchel.memory.server import serve as run
     from satchel.memory.store.embedded import EmbeddedBusy
 
@@ -91,7 +91,7 @@ def serve(
                 with_worker=role == "all",
                 access_log=access_log,
             )
-    except HostNotAllowed as exc:
+    except (HostNotAllowed, NoRoom) as exc:
         fail(str(exc), 2)
     except (ServeError, EmbeddedBusy) as exc:
         fail(str(exc), 1)
@@ -101,11 +101,11 @@ def worker(data_dir: DataDir = None) -> None:
     """Form stored turns: facts, segments and passages (stops on Ctrl-C or SIGTERM)."""
     require("server", "worker")
     from satchel.memory.formation.model import HostNotAllowed
-    from satchel.memory.server import work
+    from satchel.memory.server import NoRoom, work
 
     try:
         work(_memory_settings(data_dir), announce=say)
-    except HostNotAllowed as exc:
+    except (HostNotAllowed, NoRoom) as exc:
         fail(str(exc), 2)
 
 

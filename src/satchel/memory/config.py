@@ -15,6 +15,7 @@ MAX_ARTIFACT_OBJECT_BYTES = 512 * KIB  # the most any allowance may admit for on
 MAX_ARTIFACT_BYTES = 1024 * KIB * KIB
 MAX_ARTIFACT_OBJECTS = 100_000
 MAX_BACKLOG = 1_000_000
+MAX_POOL_SIZE = 262_143  # PostgreSQL's own ceiling on max_connections
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class MemorySettings:
     `artifact_object_bytes`, `artifact_bytes`, `artifact_objects`: each project's artifact
     allowance (one object's bytes, all its objects' bytes, how many); beyond it a put is 429
     `storage_capacity`. `backlog_limit`: how many of a project's turns may wait unformed before
-    an observation is 429 `rate_limited`.
+    an observation is 429 `rate_limited`. `pool_size`: the connections of an API process's pool.
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
@@ -99,6 +100,7 @@ class MemorySettings:
                 env, "SATCHEL_ARTIFACT_OBJECTS", default.artifact_objects, MAX_ARTIFACT_OBJECTS
             ),
             backlog_limit=_count(env, "SATCHEL_BACKLOG_LIMIT", default.backlog_limit, MAX_BACKLOG),
+            pool_size=_count(env, "SATCHEL_POOL_SIZE", default.pool_size, MAX_POOL_SIZE),
         )
 
 

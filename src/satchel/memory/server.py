@@ -19,7 +19,12 @@ import uvicorn
 from satchel.memory.config import MemorySettings
 from satchel.memory.logs import log_to_stderr
 from satchel.memory.service.formation import unpark as unpark_turns
-from satchel.memory.store.database import describe_url, is_deployment, migrate
+from satchel.memory.store.database import (
+    connection_slots,
+    describe_url,
+    is_deployment,
+    migrate,
+)
 from satchel.memory.store.embedded import has_data, start_embedded
 from satchel.memory.supervisor import STOP_GRACE, WorkerSupervisor
 from satchel.memory.worker_process import run_until_stopped
@@ -32,6 +37,10 @@ BACKLOG = 2048
 
 class ServeError(RuntimeError):
     """The service cannot start; the message says why in one line."""
+
+
+class NoRoom(RuntimeError):
+    """The database server has too few free connection slots for this process."""
 
 
 class NoDeployment(RuntimeError):
@@ -94,6 +103,25 @@ def _no_deployment(settings: MemorySettings) -> str:
             "or start `satchel serve` there once first"
         )
     return f"no satchel deployment in {where(settings)}: {hint}"
+
+
+def check_room(settings: MemorySettings, url: str, *, pool: bool, worker: bool) -> None:
+    """`NoRoom` unless the server at `url` has a free slot for each connection this process
+    will hold: the API's pool and its grants listener (`pool`), a worker's one (`worker`)."""
+    parts = [f"a pool of {settings.pool_size} (SATCHEL_POOL_SIZE)", "a listener"] if pool else []
+    parts += ["a worker"] if worker else []
+    needed = (settings.pool_size + 1 if pool else 0) + (1 if worker else 0)
+    slots = connection_slots(url)
+    if needed <= slots.free:
+        return
+    room = slots.free - needed + settings.pool_size
+    advice = f"set SATCHEL_POOL_SIZE to at most {room}" if pool and room > 0 else "end sessions"
+    raise NoRoom(
+        f"{needed} connection{'s' if needed != 1 else ''} ({', '.join(parts)}) will not fit:"
+        f" {where(settings)} has {slots.free} free (max_connections {slots.limit},"
+        f" {slots.reserved} reserved, {slots.in_use} in use); {advice}"
+        " or raise the server's max_connections"
+    )
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -184,6 +212,7 @@ def serve(
     ):
         if signals.signum is not None:
             return
+        check_room(settings, url, pool=True, worker=with_worker)
         try:
             listener.listen(BACKLOG)
         except OSError as exc:
@@ -285,6 +314,7 @@ def work(settings: MemorySettings, announce: object = print) -> None:
     with StopSignals() as signals, database(settings) as url:
         if signals.signum is not None:
             return
+        check_room(settings, url, pool=False, worker=True)
         _say(announce, "satchel memory worker running")
         _say(announce, facts_line(settings))
         asyncio.run(run_until_stopped(url, settings, parent=None))

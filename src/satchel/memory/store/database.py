@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -62,6 +63,34 @@ def is_deployment(url: str) -> bool:
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
     return bool(row and row[0])
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSlots:
+    """The server's client connections: its limit, the slots kept for privileged roles, and
+    those other sessions hold."""
+
+    limit: int
+    reserved: int
+    in_use: int
+
+    @property
+    def free(self) -> int:
+        return max(0, self.limit - self.reserved - self.in_use)
+
+
+def connection_slots(url: str) -> ConnectionSlots:
+    """The slots of the server at `url` as it counts them now, this asking session aside."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT current_setting('max_connections')::int,"
+            " current_setting('superuser_reserved_connections')::int"
+            " + coalesce(current_setting('reserved_connections', true)::int, 0),"
+            " (SELECT count(*) FROM pg_stat_activity"
+            "  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())"
+        ).fetchone()
+    assert row is not None
+    return ConnectionSlots(*row)
 
 
 def describe_url(url: str) -> str:
