@@ -16,14 +16,12 @@ import signal
 import stat
 import subprocess
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 from memory_kit import free_port
-from psycopg import conninfo
 
 SUPERUSER = "satchel_admin"
 DATABASE = "satchel"
@@ -84,9 +82,6 @@ class ExternalPostgres:
     def pgdata(self) -> Path:
         return self.folder / PGDATA
 
-    def url_as(self, user: str, password: str) -> str:
-        return conninfo.make_conninfo(self.url, user=user, password=password)
-
     def stop(self) -> None:
         """A fast stop through `pg_ctl`; SIGKILL to its postmaster if that fails; the folder
         removed."""
@@ -115,7 +110,7 @@ def start_external() -> ExternalPostgres:
         shutil.chown(folder, user)
         shutil.chown(pwfile, user)
     try:
-        _run(
+        made = _run(
             user,
             "initdb",
             "--auth=scram-sha-256",
@@ -125,6 +120,8 @@ def start_external() -> ExternalPostgres:
             "-D",
             str(pgdata),
         )
+        if made.returncode != 0:
+            raise RuntimeError(f"initdb failed for the external PostgreSQL:\n{made.stderr}")
         pwfile.unlink()
         port, pid = _start_on_free_port(user, pgdata)
     except BaseException:
@@ -150,19 +147,8 @@ def _start_on_free_port(user: str | None, pgdata: Path) -> tuple[int, int]:
         port = free_port()
         conf.write_text("\n".join([initial, *SETTINGS, f"port = {port}", ""]))
         log = pgdata / "server.log"
-        started = _run(
-            user,
-            "pg_ctl",
-            "start",
-            "-w",
-            "-t",
-            "60",
-            "-D",
-            str(pgdata),
-            "-l",
-            str(log),
-            check=False,
-        )
+        log.unlink(missing_ok=True)  # this attempt's lines only
+        started = _run(user, "pg_ctl", "start", "-w", "-D", str(pgdata), "-l", str(log))
         if started.returncode == 0:
             return port, int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
         if attempt == ATTEMPTS - 1 or "Address already in use" not in _read(log):
@@ -170,16 +156,16 @@ def _start_on_free_port(user: str | None, pgdata: Path) -> tuple[int, int]:
     raise AssertionError("unreachable")
 
 
-def _run(
-    user: str | None, program: str, *args: str, check: bool = True
-) -> subprocess.CompletedProcess[str]:
+def _run(user: str | None, program: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of the wheel's PostgreSQL programs, run as `user`; its exit status is the caller's
+    to check."""
     return subprocess.run(
         [str(binaries() / program), *args],
         user=user,
         cwd="/",
         capture_output=True,
         text=True,
-        check=check,
+        check=False,
         timeout=120,
     )
 
@@ -196,14 +182,6 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
-
-
-def wait_until_gone(pid: int, timeout: float = 30) -> bool:
-    """Whether the process `pid` has exited within `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+    except PermissionError:  # the pid now belongs to another user's process
+        return False
     return True
