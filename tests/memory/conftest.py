@@ -1,6 +1,9 @@
 """Fixtures of the memory tests: a real PostgreSQL (embedded, or SATCHEL_DATABASE_URL), one fresh
 database per test cloned from a migrated template, and the real service on a loopback port.
 
+The tests of the modules in `ON_BOTH_SERVERS` run twice: on that server, and on an external one
+the tests start apart from satchel (`external_postgres`: TCP and a password), one a test process.
+
 The embedded test server runs without fsync (a throwaway folder: only an operating-system crash
 could lose its writes, and no test makes one). A test's service is stopped, and its database
 dropped, behind the next test by one teardown thread, in order: a stop waits out uvicorn's
@@ -22,6 +25,7 @@ import httpx
 import psycopg
 import pytest
 from client_kit import FLAVOURS, client_for, close
+from external_postgres import start_external
 from memory_kit import LiveServer, with_database
 
 from satchel.memory.config import MemorySettings
@@ -31,11 +35,27 @@ from satchel.memory.store.embedded import start_embedded
 # One template a test process: parallel workers (pytest-xdist) may share one external server.
 TEMPLATE = "satchel_test_template_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
 UNSAFE_FOR_SPEED = ("fsync", "synchronous_commit", "full_page_writes")
+SERVERS = ("embedded", "external")  # the first: the embedded server, or SATCHEL_DATABASE_URL
+# The memory API through the HTTP server: observe, recall, passages, contexts, erasure, tokens.
+ON_BOTH_SERVERS = {
+    "test_memory_idempotency",
+    "test_memory_recall",
+    "test_memory_passages",
+    "test_memory_contexts",
+    "test_memory_erasure",
+    "test_memory_auth",
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test of a module in `ON_BOTH_SERVERS` that uses a database runs on each of `SERVERS`."""
+    if "db_url" in metafunc.fixturenames and metafunc.module.__name__ in ON_BOTH_SERVERS:
+        metafunc.parametrize("database_server", SERVERS, indirect=True)
 
 
 class Teardowns:
-    """Stops and drops run in order on one thread; `drain` waits for them and raises the first
-    failure."""
+    """Stops and drops run in order on one thread; `drain` (once or more) waits for them and
+    raises the first failure."""
 
     def __init__(self) -> None:
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="teardown")
@@ -70,10 +90,7 @@ def pg_admin_url() -> Iterator[str]:
             for setting in UNSAFE_FOR_SPEED:
                 conn.execute(f"ALTER SYSTEM SET {setting} = off")
             conn.execute("SELECT pg_reload_conf()")
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {TEMPLATE}")
-    migrate(with_database(url, TEMPLATE))
+    make_template(url)
     try:
         yield url
     finally:
@@ -82,6 +99,14 @@ def pg_admin_url() -> Iterator[str]:
         if embedded is not None:
             embedded.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def make_template(admin_url: str) -> None:
+    """The migrated database each test's database is cloned from."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    migrate(with_database(admin_url, TEMPLATE))
 
 
 @pytest.fixture(scope="session")
@@ -94,9 +119,32 @@ def teardowns(pg_admin_url: str) -> Iterator[Teardowns]:
         running.drain()
 
 
+@pytest.fixture(scope="session")
+def external_admin_url(teardowns: Teardowns) -> Iterator[str]:
+    """The superuser's URL (password, TCP) of the external server, with the migrated template;
+    the server is stopped once the databases dropped on it are."""
+    server = start_external()
+    try:
+        make_template(server.url)
+        yield server.url
+    finally:
+        teardowns.drain()
+        server.stop()
+
+
 @pytest.fixture
-def db_url(pg_admin_url: str, teardowns: Teardowns) -> Iterator[str]:
-    """A fresh, migrated database for one test."""
+def database_server(request: pytest.FixtureRequest) -> str:
+    """Which of `SERVERS` the test's database is made on (the first, unless parametrized)."""
+    return str(getattr(request, "param", SERVERS[0]))
+
+
+@pytest.fixture
+def db_url(
+    database_server: str, request: pytest.FixtureRequest, teardowns: Teardowns
+) -> Iterator[str]:
+    """A fresh, migrated database for one test, on the server `database_server` names."""
+    admin = "external_admin_url" if database_server == "external" else "pg_admin_url"
+    pg_admin_url: str = request.getfixturevalue(admin)
     name = f"satchel_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_admin_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
