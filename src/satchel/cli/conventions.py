@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
+from typer._click import Command as ClickCommand  # the base typer's own classes extend
 from typer._click import Context  # the context type typer's own classes declare
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
@@ -59,32 +60,26 @@ def _settle(params: list[Any]) -> None:
             param.metavar = _option_metavar(param)
 
 
-class Command(TyperCommand):
+class _Conventional(ClickCommand):
+    """What satchel's commands and groups share: the conventions above, and a bare `-h, --help`."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        _settle(self.params)
+
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class Command(_Conventional, TyperCommand):
     """A command whose help follows the conventions above."""
 
-    def __init__(self, **attrs: Any) -> None:
-        super().__init__(**attrs)
-        _settle(self.params)
 
-    def get_help_option(self, ctx: Context) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
-
-
-class Group(TyperGroup):
+class Group(_Conventional, TyperGroup):
     """A group of commands whose help follows the conventions above."""
-
-    def __init__(self, **attrs: Any) -> None:
-        super().__init__(**attrs)
-        _settle(self.params)
-
-    def get_help_option(self, ctx: Context) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
 
 
 def group(help: str) -> typer.Typer:
