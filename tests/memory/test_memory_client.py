@@ -314,8 +314,9 @@ def hold(server: LiveServer, token: str) -> socket.socket | None:
 
 @contextmanager
 def holding(server: LiveServer, token: str) -> Iterator[socket.socket]:
-    """`hold`, tried up to three times; the socket is closed on the way out."""
-    for _ in range(3):
+    """`hold`, tried again while a probe took the slot first (a race that grows with the
+    machine's load), up to ten times; the socket is closed on the way out."""
+    for _ in range(10):
         sock = hold(server, token)
         if sock is not None:
             with sock:
