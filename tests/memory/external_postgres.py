@@ -82,6 +82,21 @@ class ExternalPostgres:
     def pgdata(self) -> Path:
         return self.folder / PGDATA
 
+    def halt(self) -> None:
+        """Stop the server at once, as a crash would (`immediate`: no checkpoint, clients cut
+        off); its folder stays, for `resume`."""
+        done = _run(self.user, "pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(self.pgdata))
+        if done.returncode != 0:
+            raise RuntimeError(f"the external PostgreSQL did not stop:\n{done.stderr}")
+
+    def resume(self) -> None:
+        """Start the halted server again on its port (it recovers from its log first)."""
+        log = self.pgdata / "server.log"
+        done = _run(self.user, "pg_ctl", "start", "-w", "-D", str(self.pgdata), "-l", str(log))
+        if done.returncode != 0:
+            raise RuntimeError(f"the external PostgreSQL did not start again:\n{_read(log)}")
+        self.pid = int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+
     def stop(self) -> None:
         """A fast stop through `pg_ctl`; SIGKILL to its postmaster if that fails; the folder
         removed."""

@@ -9,6 +9,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -35,6 +36,8 @@ from satchel.memory.domain import (
 log = logging.getLogger("satchel.memory")
 
 BODY_UNREADABLE = "the request body could not be read"
+# admin_shutdown, crash_shutdown, cannot_connect_now: a restart of the server under way
+SERVER_GOING_OR_COMING = frozenset({"57P01", "57P02", "57P03"})
 
 
 class ApiError(Exception):
@@ -86,14 +89,32 @@ def error_response(
     )
 
 
+def unreachable(exc: Exception) -> bool:
+    """Whether `exc` says the database cannot be reached now: the connection failed or was cut
+    (no SQLSTATE, or class 08), or the server is shutting down, restarting or starting up."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in SERVER_GOING_OR_COMING
+
+
 def failed(exc: Exception) -> JSONResponse:
     """An unexpected failure: 503 `no_database_capacity` when PostgreSQL has no room for another
-    connection (or the pool none to lend), else 500 `internal`; neither reveals anything."""
+    connection (or the pool none to lend), 503 `database_unavailable` while it cannot be reached,
+    else 500 `internal`; none reveals anything."""
     if isinstance(exc, PoolTimeout) or getattr(exc, "sqlstate", None) == "53300":
         return error_response(
             503,
             "no_database_capacity",
             "the database has no capacity for this request; retry with backoff",
+            {"Retry-After": "1"},
+        )
+    if unreachable(exc):
+        log.warning("the database could not be reached (%s)", type(exc).__name__)
+        return error_response(
+            503,
+            "database_unavailable",
+            "the database cannot be reached now; retry with backoff and the same idempotency key",
             {"Retry-After": "1"},
         )
     log.error("unexpected %s while serving a request", type(exc).__name__)
