@@ -4,10 +4,12 @@ and what each read of the memory API shows of them; for the retention tests."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import httpx
 import memory_seed as seed
 import numpy as np
 import psycopg
@@ -73,6 +75,12 @@ class Garden:
                 (timedelta(days=age), self.old),
             )
         assert self.vectors(self.old) == 2  # the worker embedded the old turns' messages
+
+    def through(self, http: httpx.Client) -> Garden:
+        """The same garden read through another client."""
+        other = copy.copy(self)
+        other.http = http
+        return other
 
     def vectors(self, turns: list[str]) -> int:
         with psycopg.connect(self.url) as conn:

@@ -17,10 +17,11 @@ from typing import Any
 
 import psycopg
 from psycopg import errors
+from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.store import artifacts, erasure
 from satchel.memory.store import retention as store
-from satchel.memory.store.database import Conn
+from satchel.memory.store.database import Conn, autocommitting
 from satchel.memory.store.derived import Scope
 from satchel.memory.store.retention import Policy, Sweep
 
@@ -123,6 +124,18 @@ async def sweep(conn: Conn, now: datetime | None = None, project: str | None = N
         if receipt is not None:
             written.append(receipt)
     return written
+
+
+async def sweep_if_due(pool: AsyncConnectionPool, project_id: int) -> Sweep | None:
+    """Before a read: sweep the project at the database's clock if it holds a turn past its
+    policy's deadline (one probe of the stored-time index when it holds none)."""
+    async with autocommitting(pool) as conn:
+        if not await store.anything_expired(conn, project_id):
+            return None
+        found = await store.policies(conn, project_id)
+        if not found:
+            return None
+        return await sweep_project(conn, project_id, await database_now(conn), found[0])
 
 
 type _Job[T] = Callable[[Conn], Awaitable[T]]

@@ -115,6 +115,20 @@ async def expired_turns(
     return [row[0] for row in await cursor.fetchall()]
 
 
+async def anything_expired(conn: Conn, project_id: int) -> bool:
+    """Whether the project has a policy and a turn stored before its deadline at the
+    database's clock."""
+    cursor = await conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM retention_policies r JOIN observations o"
+        " ON o.project_id = r.project_id AND o.kind = 'turn'"
+        " AND o.stored_at < clock_timestamp() - make_interval(days => r.keep_days)"
+        " WHERE r.project_id = %s)",
+        (project_id,),
+    )
+    row = await cursor.fetchone()
+    return bool(row and row[0])
+
+
 async def count_expired(
     conn: Conn, project_id: int, deadline: datetime | None, at: datetime
 ) -> dict[str, int]:

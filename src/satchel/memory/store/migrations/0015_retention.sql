@@ -25,3 +25,8 @@ CREATE INDEX retention_sweeps_page ON retention_sweeps (project_id, swept_at DES
 -- A project's observed turns by when they were stored: the sweep finds its expired turns, and a
 -- read under a policy tells in one probe whether any turn it could meet has expired.
 CREATE INDEX observations_stored ON observations (project_id, stored_at) WHERE kind = 'turn';
+
+-- A policy set, changed or cleared tells the services listening on `satchel_credentials`, as a
+-- token change does: a remembered grant says whether its project has a policy.
+CREATE TRIGGER retention_policies_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON retention_policies FOR EACH STATEMENT EXECUTE FUNCTION credentials_changed();
