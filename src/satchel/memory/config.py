@@ -43,6 +43,8 @@ class MemorySettings:
     allowance (one object's bytes, all its objects' bytes, how many); beyond it a put is 429
     `storage_capacity`. `backlog_limit`: how many of a project's turns may wait unformed before
     an observation is 429 `rate_limited`. `pool_size`: the connections of an API process's pool.
+    `retention_interval`: seconds between two retention sweeps of a worker (its first sweep is
+    on its first pass).
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
@@ -65,6 +67,7 @@ class MemorySettings:
     artifact_bytes: int = 16 * KIB * KIB
     artifact_objects: int = 128
     backlog_limit: int = 100_000
+    retention_interval: float = 3_600.0
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
@@ -101,6 +104,9 @@ class MemorySettings:
             ),
             backlog_limit=_count(env, "SATCHEL_BACKLOG_LIMIT", default.backlog_limit, MAX_BACKLOG),
             pool_size=_count(env, "SATCHEL_POOL_SIZE", default.pool_size, MAX_POOL_SIZE),
+            retention_interval=_seconds(
+                env, "SATCHEL_RETENTION_INTERVAL", default.retention_interval
+            ),
         )
 
 

@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 from satchel.memory.api.credentials import Credentials
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.strict import Access
+from satchel.memory.service.retention import sweep_if_due
 from satchel.memory.service.tokens import TOKEN_PREFIX, grant_of, token_digest
 
 
@@ -24,6 +25,7 @@ class Grant:
     project: str
     token_id: uuid.UUID
     read_only: bool
+    retained: bool = False  # the project has a retention policy
 
 
 LOOKUPS = 16  # credential lookups in flight at once
@@ -112,7 +114,9 @@ class Admission:
 
 
 class Gate:
-    """Authenticate, admit, check access; store the grant on `request.state.grant`."""
+    """Authenticate, admit, check access; store the grant on `request.state.grant`. A read of a
+    project with a retention policy first has the project's expired turns swept, if it holds
+    any, so nothing past its deadline is ever served."""
 
     def __init__(
         self, pool: AsyncConnectionPool, admission: Admission, credentials: Credentials[Grant]
@@ -142,7 +146,13 @@ class Gate:
             self.lookups -= 1
         if found is None:
             raise unauthenticated(NOT_ACCEPTED)
-        grant = Grant(found.project_id, found.project, found.token_id, found.access == "read_only")
+        grant = Grant(
+            found.project_id,
+            found.project,
+            found.token_id,
+            found.access == "read_only",
+            found.retained,
+        )
         self.credentials.remember(digest, grant, generation)
         return grant
 
@@ -152,6 +162,12 @@ class Gate:
         if access == "write" and grant.read_only:
             release()
             raise ApiError(403, "forbidden", "the credential does not permit this operation")
+        if access == "read" and grant.retained:
+            try:
+                await sweep_if_due(self.pool, grant.project_id)
+            except BaseException:
+                release()
+                raise
         request.state.grant = grant
         return release
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 
 import psycopg
@@ -30,6 +31,7 @@ from satchel.memory.formation.segments import (
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.service.formation import form, record_failure
+from satchel.memory.service.retention import sweep
 from satchel.memory.store import formation as store
 from satchel.memory.store.database import Conn
 from satchel.memory.store.log import TurnState, turn_state
@@ -106,6 +108,7 @@ class Worker:
         )
         self.conn: Conn | None = None
         self.segmented: dict[int, TurnState] = {}  # each project's, at its last segment pass
+        self.next_sweep = 0.0  # when the next retention sweep is due, on the monotonic clock
 
     async def _connection(self) -> Conn:
         if self.conn is None or self.conn.closed:
@@ -120,9 +123,16 @@ class Worker:
             await self.model.aclose()
 
     async def run_once(self) -> Tally:
-        """One pass over every project whose lock is free."""
+        """One pass over every project whose lock is free, after a retention sweep when one is
+        due (every `retention_interval` seconds)."""
         conn = await self._connection()
         tally = Tally()
+        if time.monotonic() >= self.next_sweep:
+            self.next_sweep = time.monotonic() + self.settings.retention_interval
+            for receipt in await sweep(conn):
+                log.info(
+                    "retention sweep of project %s deleted %s", receipt.project, receipt.deleted
+                )
         for project_id in await store.project_ids(conn):
             if not await store.try_lock(conn, project_id):
                 tally.busy.append(project_id)

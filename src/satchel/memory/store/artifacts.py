@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from satchel.memory.domain import StoredArtifact
 from satchel.memory.store.database import Conn
@@ -72,7 +73,7 @@ async def usage(conn: Conn, project_id: int) -> tuple[int, int]:
     await conn.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"artifact-usage:{project_id}",)
     )
-    await _remove_expired(conn, project_id)
+    await remove_expired(conn, project_id)
     cursor = await conn.execute(
         "SELECT count(*), coalesce(sum(octet_length(content)), 0) FROM artifacts"
         " WHERE project_id = %s AND expires_at > now()",
@@ -84,19 +85,21 @@ async def usage(conn: Conn, project_id: int) -> tuple[int, int]:
     return objects, held
 
 
-async def _remove_expired(conn: Conn, project_id: int) -> None:
-    """Delete the project's expired artifacts as `remove` deletes one: with their source
-    observations, their ids tombstoned, their retry keys kept. Rows another transaction holds
-    are skipped, never waited for; a later put removes them."""
+async def remove_expired(conn: Conn, project_id: int, at: datetime | None = None) -> int:
+    """Delete the project's artifacts expired at `at` (default: the transaction's start) as
+    `remove` deletes one: with their source observations, their ids tombstoned, their retry keys
+    kept. Rows another transaction holds are skipped, never waited for; a later put or sweep
+    removes them. Returns how many went."""
     cursor = await conn.execute(
         "SELECT a.id, a.source_observation_id FROM artifacts a"
         " JOIN observations o ON o.id = a.source_observation_id"
-        " WHERE a.project_id = %s AND a.expires_at <= now() FOR UPDATE SKIP LOCKED",
-        (project_id,),
+        " WHERE a.project_id = %s AND a.expires_at <= coalesce(%s::timestamptz, now())"
+        " FOR UPDATE SKIP LOCKED",
+        (project_id, at),
     )
     expired = await cursor.fetchall()
     if not expired:
-        return
+        return 0
     ids = [artifact_id for artifact_id, _ in expired]
     sources = [source for _, source in expired]
     # The artifacts' rows go with their sources (ON DELETE CASCADE).
@@ -113,6 +116,7 @@ async def _remove_expired(conn: Conn, project_id: int) -> None:
         " WHERE project_id = %s AND observation_id = ANY(%s)",
         (project_id, sources),
     )
+    return len(expired)
 
 
 async def metadata(conn: Conn, project_id: int, artifact_id: uuid.UUID) -> StoredArtifact:

@@ -89,10 +89,11 @@ async def _delete(conn: Conn, kind: Kind, scope: Scope) -> int:
     return cursor.rowcount
 
 
-async def erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
-    """Delete the scope's rows kind by kind, recount what is left and write the receipt, inside
-    the caller's transaction. The project's row is locked first, so no turn of the scope can be
-    appended meanwhile, then the erasure lock, so no vectors of its messages are being written."""
+async def remove(conn: Conn, scope: Scope) -> tuple[dict[str, int], dict[str, int]]:
+    """Delete the scope's rows kind by kind and count again what is left of each, inside the
+    caller's transaction: (deleted, residual). The project's row is locked first, so no turn of
+    the scope can be appended meanwhile, then the erasure lock, so no vectors of its messages
+    are being written."""
     await conn.execute(
         "SELECT 1 FROM projects WHERE id = %s FOR NO KEY UPDATE", (scope.project_id,)
     )
@@ -113,6 +114,12 @@ async def erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
         if name != "observation"
     }
     await recompute_formed(conn, scope.project_id)
+    return deleted, residual
+
+
+async def erase(conn: Conn, scope: Scope, reason: str | None) -> Erased:
+    """Remove the scope's rows and write the erasure's receipt, inside the caller's transaction."""
+    deleted, residual = await remove(conn, scope)
     cursor = await conn.execute(
         "INSERT INTO erasures (id, project_id, reason, deleted, residual)"
         " VALUES (%s, %s, %s, %s, %s) RETURNING id, completed_at",

@@ -30,12 +30,14 @@ class TokenInfo:
 
 @dataclass(frozen=True, slots=True)
 class TokenGrant:
-    """The project a live token acts for, the token's id and its access."""
+    """The project a live token acts for, the token's id, its access, and whether the project
+    has a retention policy."""
 
     project_id: int
     project: str
     token_id: uuid.UUID
     access: str
+    retained: bool = False
 
 
 def ensure_project(conn: ManageConn, project: str) -> int:
@@ -85,7 +87,8 @@ def revoke(conn: ManageConn, column: str, value: object) -> int:
 async def grant_of(conn: Conn, digest: bytes) -> TokenGrant | None:
     """The grant of the live token with `digest` in a project not suspended, if any."""
     cursor = await conn.execute(
-        "SELECT p.id, p.name, t.id, t.access FROM tokens t "
+        "SELECT p.id, p.name, t.id, t.access,"
+        " EXISTS (SELECT 1 FROM retention_policies r WHERE r.project_id = p.id) FROM tokens t "
         "JOIN projects p ON p.id = t.project_id "
         "WHERE t.digest = %s AND t.revoked_at IS NULL AND p.suspended_at IS NULL",
         (digest,),
