@@ -53,7 +53,8 @@ def test_a_sweep_at_a_moved_clock_deletes_expired_turns_and_all_they_formed(
 
     code, out, err = retention(live_server, "receipts", "--project", "alpha", "--json")
     assert code == 0, err
-    assert [r["id"] for r in receipts(out)] == [swept["id"], early["id"]]
+    listed = [r["id"] for r in receipts(out)]  # the last: the sweep `set` ran, deleting nothing
+    assert len(listed) == 3 and listed[:2] == [swept["id"], early["id"]]
     code, out, err = retention(live_server, "show", "--json")
     assert code == 0 and receipts(out)[0]["days"] == 30, err
 
@@ -115,3 +116,14 @@ def test_retention_commands_refuse_what_they_cannot_do(live_server: LiveServer) 
 def test_a_data_dir_without_a_deployment_is_named(tmp_path: Path) -> None:
     done = satchel("retention", "show", "--data-dir", str(tmp_path), env=environment(None))
     assert done.returncode == 2 and "no satchel deployment" in done.stderr
+
+
+def test_a_policy_that_expires_turns_at_once_deletes_them_before_the_command_ends(
+    live_server: LiveServer,
+) -> None:
+    garden = Garden(live_server, age=20)
+    code, out, err = retention(live_server, "set", "--project", "alpha", "--days", "10")
+    assert code == 0, err
+    assert "alpha" in out and "observation=2" in out, out
+    assert garden.stored(garden.old) == 0 and garden.vectors(garden.old) == 0  # before any read
+    assert garden.stored(garden.new) == 2

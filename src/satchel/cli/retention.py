@@ -94,16 +94,19 @@ def retention_set(
     data_dir: DataDir = None,
 ) -> None:
     """Set a project's policy: its turns stop being served, and are deleted, N days after
-    they were stored."""
+    they were stored. What the policy expires at once is swept before the command ends, so no
+    read has to wait for it."""
     require("server", "retention set")
-    from satchel.memory.service.retention import set_policy
+    from satchel.memory.service.retention import set_policy, sweep_now
 
     with _deployment(_memory_settings(data_dir)) as url:
         try:
             set_policy(url, project, days, inactive_after)
         except ValueError as exc:
             fail(str(exc), 2)
-    console.print(f"project {project!r} keeps its turns {days} day(s) after they are stored")
+        console.print(f"project {project!r} keeps its turns {days} day(s) after they are stored")
+        receipts = sweep_now(url, project, None)
+    _print_receipts(receipts, as_json=False)
 
 
 @retention_app.command("show", cls=Command)
