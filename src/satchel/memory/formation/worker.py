@@ -124,9 +124,11 @@ class Worker:
         return self.conn
 
     async def close(self) -> None:
-        """Say in the worker's row that it stopped, and let go of the connection and model."""
+        """Write the worker's last totals and that it stopped, and let go of the connection and
+        the model."""
         if self.conn is not None:
             with contextlib.suppress(psycopg.Error):
+                await self._beat(self.conn, now=True)
                 await workers.stopped(self.conn, self.id)
             await self.conn.close()
             self.conn = None
