@@ -65,16 +65,16 @@ class AccessLog:
                 message = {**message, "headers": [*message.get("headers", ()), header]}
             await send(message)
 
-        # the routing writes the matched route into the scope passed down, so the line reads that
-        inner = {**scope, "state": {**scope.get("state", {}), "request_id": rid}}
         try:
-            await self.app(inner, receive, answer)
+            await self.app(
+                {**scope, "state": {**scope.get("state", {}), "request_id": rid}}, receive, answer
+            )
         except BaseException:
             status = status or 500
             raise
         finally:
             if log.isEnabledFor(logging.INFO):
-                _line(inner, status, (time.perf_counter() - started) * 1000, rid)
+                _line(scope, status, (time.perf_counter() - started) * 1000, rid)
 
 
 def _line(scope: Scope, status: int, duration_ms: float, rid: str) -> None:
