@@ -6,6 +6,7 @@ and served on a listener of its own by a real `satchel serve`."""
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import httpx
 import pytest
 from formation_kit import observe, passes, with_model
 from memory_kit import LiveServer, free_port
-from memory_process import Served, environment, stop_embedded
+from memory_process import Served, environment, satchel, stop_embedded
 from model_server import ModelServer
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
@@ -205,3 +206,15 @@ def test_a_scrape_without_the_database_says_so_and_counts_its_errors() -> None:
     assert value(samples, "satchel_memory_database_up") == 0
     assert value(samples, "satchel_memory_database_errors_total", kind="connect") >= 1
     assert not any(s.name == "satchel_memory_backlog_turns" for s in samples)
+
+
+def test_serve_refuses_a_metrics_address_in_use(db_url: str, data_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = environment(db_url) | {"SATCHEL_METRICS_ADDRESS": f"127.0.0.1:{port}"}
+        result = satchel("serve", "--data-dir", str(data_dir), "--port", str(free_port()), env=env)
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert f"SATCHEL_METRICS_ADDRESS=127.0.0.1:{port}" in line and "already in use" in line
