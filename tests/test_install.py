@@ -129,6 +129,8 @@ print("loaded:", loaded)
         (["tokens", "create", "--project", "alpha"], "tokens create"),
         (["tokens", "revoke", "abc"], "tokens revoke"),
         (["formation", "unpark"], "formation unpark"),
+        (["formation", "parked"], "formation parked"),
+        (["health"], "health"),
         (["conformance", "--driver", "reference"], "conformance"),
     ],
 )

@@ -36,7 +36,8 @@ from satchel.memory.store.embedded import start_embedded
 TEMPLATE = "satchel_test_template_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
 UNSAFE_FOR_SPEED = ("fsync", "synchronous_commit", "full_page_writes")
 SERVERS = ("embedded", "external")  # the first: the embedded server, or SATCHEL_DATABASE_URL
-# The memory API through the HTTP server: observe, recall, passages, contexts, erasure, tokens.
+# The memory API through the HTTP server: observe, recall, passages, contexts, erasure, tokens;
+# what an operator watches: metrics, readiness, health, parked turns.
 ON_BOTH_SERVERS = {
     "test_memory_idempotency",
     "test_memory_recall",
@@ -44,6 +45,8 @@ ON_BOTH_SERVERS = {
     "test_memory_contexts",
     "test_memory_erasure",
     "test_memory_auth",
+    "test_memory_metrics",
+    "test_memory_operator",
 }
 
 

@@ -130,6 +130,8 @@ def test_tokens_refuse_a_data_dir_where_nothing_was_served(data_dir: Path) -> No
         ("tokens", "list"),
         ("tokens", "revoke", "tsk_nothing"),
         ("formation", "unpark"),
+        ("formation", "parked"),
+        ("health",),
     ):
         result = satchel(*command, "--data-dir", str(data_dir), env=env)
         assert result.returncode == 2, command

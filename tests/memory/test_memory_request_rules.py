@@ -15,7 +15,7 @@ from memory_routes import memory_app, served
 from satchel.memory.api.errors import ApiError
 from satchel.memory.api.strict import MAX_BODY_BYTES, decode_body
 
-GETS = {"/v1/freshness", "/health", "/ready"}
+GETS = {"/v1/freshness", "/health", "/ready", "/metrics"}
 
 
 @pytest.fixture
@@ -284,7 +284,7 @@ def served_routes() -> list[tuple[str, set[str]]]:
     return [(path, methods) for path, methods, _ in served(memory_app())]
 
 
-def test_only_freshness_health_and_ready_are_gets() -> None:
+def test_only_freshness_health_ready_and_metrics_are_gets() -> None:
     routes = dict(served_routes())
     assert {"/v1/observations", "/v1/erasures", "/health"} <= set(routes)
     for path, methods in routes.items():

@@ -6,6 +6,7 @@ They need the `server` extra; each imports the deployment only once it is known 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -126,15 +127,36 @@ def formation_unpark(
     project: Annotated[
         str | None, typer.Option(metavar="PROJECT", help="Only this project.")
     ] = None,
+    turn_id: Annotated[
+        str | None,
+        typer.Option("--id", metavar="ID", help="Only this turn (see satchel formation parked)."),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Put parked turns (those that failed formation 6 times) back in line for the worker."""
     require("server", "formation unpark")
+    from satchel.memory.operator import unpark_turn
     from satchel.memory.server import unpark
 
+    one = None if turn_id is None else _turn_id(turn_id, project)
     with _deployment(_memory_settings(data_dir)) as url:
-        count = unpark(url, project)
+        if one is None:
+            count = unpark(url, project)
+        elif unpark_turn(url, one):
+            count = 1
+        else:
+            fail(f"no parked turn has the id {turn_id!r}: see satchel formation parked", 1)
     console.print(f"unparked {count} turn(s)")
+
+
+def _turn_id(text: str, project: str | None) -> uuid.UUID:
+    """The `--id` given, or exit 2 saying what is wrong with it."""
+    if project is not None:
+        fail("give --id or --project, not both: an id names one turn of one project", 2)
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        fail(f"--id must be a turn's id as satchel formation parked lists it, not {text!r}", 2)
 
 
 @tokens_app.command("create", cls=Command)

@@ -16,6 +16,9 @@ MAX_ARTIFACT_BYTES = 1024 * KIB * KIB
 MAX_ARTIFACT_OBJECTS = 100_000
 MAX_BACKLOG = 1_000_000
 MAX_POOL_SIZE = 262_143  # PostgreSQL's own ceiling on max_connections
+DEFAULT_WORKER_AGE = 300.0  # seconds: a worker that reported in this recently is alive
+YES = ("true", "on", "yes", "1")
+NO = ("false", "off", "no", "0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,10 @@ class MemorySettings:
     an observation is 429 `rate_limited`. `pool_size`: the connections of an API process's pool.
     `retention_interval`: seconds between two retention sweeps of a worker (its first sweep is
     on its first pass).
+    `metrics`: serve `GET /metrics`; `metrics_address`: on a listener of its own at this
+    (host, port) instead of the API's; `metrics_per_project`: series by project name as well.
+    `require_worker`: `/ready` says not ready unless a worker reported in within this many
+    seconds (None: a worker is not required).
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
@@ -68,6 +75,10 @@ class MemorySettings:
     artifact_objects: int = 128
     backlog_limit: int = 100_000
     retention_interval: float = 3_600.0
+    metrics: bool = True
+    metrics_address: tuple[str, int] | None = None
+    metrics_per_project: bool = False
+    require_worker: float | None = None
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
@@ -107,6 +118,12 @@ class MemorySettings:
             retention_interval=_seconds(
                 env, "SATCHEL_RETENTION_INTERVAL", default.retention_interval
             ),
+            metrics=_switch(env, "SATCHEL_METRICS", default.metrics),
+            metrics_address=_address(env, "SATCHEL_METRICS_ADDRESS"),
+            metrics_per_project=_switch(
+                env, "SATCHEL_METRICS_PER_PROJECT", default.metrics_per_project
+            ),
+            require_worker=_worker_age(env, "SATCHEL_REQUIRE_WORKER"),
         )
 
 
@@ -140,6 +157,38 @@ def _count(env: Mapping[str, str], name: str, default: int, most: int, *, least:
     if not least <= value <= most:
         raise SettingError(f"{name} must be from {least} to {most}, not {text!r}")
     return value
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """On or off from `env[name]` (true/on/yes/1, false/off/no/0), or `default` when unset."""
+    text = env.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text in YES or text in NO:
+        return text in YES
+    raise SettingError(f"{name} must be on or off (true/false), not {text!r}")
+
+
+def _worker_age(env: Mapping[str, str], name: str) -> float | None:
+    """Seconds from `env[name]`: a number, `true` for `DEFAULT_WORKER_AGE`, `false` for None."""
+    text = env.get(name, "").strip().lower()
+    if not text or text in ("false", "off", "no"):
+        return None
+    if text in ("true", "on", "yes"):
+        return DEFAULT_WORKER_AGE
+    return _seconds(env, name, DEFAULT_WORKER_AGE)
+
+
+def _address(env: Mapping[str, str], name: str) -> tuple[str, int] | None:
+    """`(host, port)` from `env[name]` written `host:port` (`[::1]:port` for IPv6), or None."""
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65_536:
+        raise SettingError(f"{name} must be host:port (e.g. 127.0.0.1:9464), not {text!r}")
+    return host, int(port)
 
 
 def formation_from_env(env: Mapping[str, str]) -> ModelClientSettings | None:

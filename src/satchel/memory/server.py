@@ -124,8 +124,9 @@ def check_room(settings: MemorySettings, url: str, *, pool: bool, worker: bool) 
     )
 
 
-def listen_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to `host:port`, not yet listening, or `ServeError` naming the port."""
+def listen_socket(host: str, port: int, other: str = "pass --port") -> socket.socket:
+    """A socket bound to `host:port`, not yet listening, or `ServeError` naming the port (and,
+    when it is in use, saying to stop what listens there or `other`)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -138,16 +139,24 @@ def listen_socket(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         sock.close()
-        raise _bind_error(host, port, exc) from None
+        raise _bind_error(host, port, exc, other) from None
     return sock
 
 
-def _bind_error(host: str, port: int, exc: OSError) -> ServeError:
+def _bind_error(host: str, port: int, exc: OSError, other: str = "pass --port") -> ServeError:
     if exc.errno == errno.EADDRINUSE:
         return ServeError(
-            f"port {port} on {host} is already in use: stop what listens there or pass --port"
+            f"port {port} on {host} is already in use: stop what listens there or {other}"
         )
     return ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def metrics_address_free(host: str, port: int) -> None:
+    """`ServeError` naming SATCHEL_METRICS_ADDRESS unless its listener could be bound now."""
+    try:
+        listen_socket(host, port, "set another").close()
+    except ServeError as exc:
+        raise ServeError(f"SATCHEL_METRICS_ADDRESS={host}:{port}: {exc}") from None
 
 
 class StopSignals:
@@ -205,6 +214,8 @@ def serve(
 
         allowed_url(settings.formation)
     log_to_stderr(access=access_log)
+    if settings.metrics and settings.metrics_address is not None:
+        metrics_address_free(*settings.metrics_address)
     with (
         closing(listen_socket(host, port)) as listener,
         StopSignals() as signals,

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import time
+import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import psycopg
 
@@ -33,11 +37,14 @@ from satchel.memory.passages.index import index_passages
 from satchel.memory.service.formation import form, record_failure
 from satchel.memory.service.retention import sweep
 from satchel.memory.store import formation as store
+from satchel.memory.store import workers
 from satchel.memory.store.database import Conn
 from satchel.memory.store.log import TurnState, turn_state
 from satchel.memory.store.terms import count_terms
 
 log = logging.getLogger("satchel.memory.worker")
+
+BEAT_EVERY = 5.0  # seconds: a worker at work reports in at most this often, and once a pass
 
 
 @dataclass(slots=True)
@@ -109,6 +116,9 @@ class Worker:
         self.conn: Conn | None = None
         self.segmented: dict[int, TurnState] = {}  # each project's, at its last segment pass
         self.next_sweep = 0.0  # when the next retention sweep is due, on the monotonic clock
+        self.id = uuid.uuid4()
+        self.totals = workers.WorkerTotals()
+        self.beaten = float("-inf")  # when this worker last reported in (monotonic clock)
 
     async def _connection(self) -> Conn:
         if self.conn is None or self.conn.closed:
@@ -116,7 +126,12 @@ class Worker:
         return self.conn
 
     async def close(self) -> None:
+        """Write the worker's last totals and that it stopped, and let go of the connection and
+        the model."""
         if self.conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._beat(self.conn, now=True)
+                await workers.stopped(self.conn, self.id)
             await self.conn.close()
             self.conn = None
         if self.model is not None:
@@ -133,6 +148,7 @@ class Worker:
                 log.info(
                     "retention sweep of project %s deleted %s", receipt.project, receipt.deleted
                 )
+        await self._beat(conn, now=True)
         for project_id in await store.project_ids(conn):
             if not await store.try_lock(conn, project_id):
                 tally.busy.append(project_id)
@@ -141,7 +157,20 @@ class Worker:
                 await self._project(conn, project_id, tally)
             finally:
                 await store.unlock(conn, project_id)
+            await self._beat(conn)
         return tally
+
+    async def _beat(self, conn: Conn, *, now: bool = False) -> None:
+        """Report in (host, pid, totals), `now` or when `BEAT_EVERY` seconds have passed."""
+        if not now and time.monotonic() - self.beaten < BEAT_EVERY:
+            return
+        await workers.beat(conn, self.id, socket.gethostname(), os.getpid(), self.totals)
+        self.beaten = time.monotonic()
+
+    def _failed(self, what: str) -> None:
+        """Note what failed last (a category: model, summary, embedder, database)."""
+        self.totals.last_failure = what
+        self.totals.last_failure_at = datetime.now(UTC)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass after pass until `stop` is set, resting `worker_poll` seconds after an idle pass;
@@ -152,6 +181,7 @@ class Worker:
                     tally = await self.run_once()
                 except psycopg.Error as exc:
                     log.warning("worker pass failed: %s", type(exc).__name__)
+                    self._failed("database")
                     await self._drop_connection()
                     tally = Tally()
                 if tally.work == 0:
@@ -193,6 +223,8 @@ class Worker:
                     )
                     tally.failed += 1
                     tally.parked += parked
+                    self.totals.failed += 1
+                    self._failed("model")
                     log.warning(
                         "formation failed for offset %d of project %d (attempt %d): %s",
                         turn.log_offset,
@@ -206,6 +238,8 @@ class Worker:
                 tally.formed += 1
                 tally.facts += formed.facts
                 tally.refused += formed.refused
+                self.totals.formed += 1
+            await self._beat(conn)
 
     async def _segments(self, conn: Conn, project_id: int, tally: Tally) -> None:
         """Write the segments the project's turns call for, each committed as it is written, so
@@ -218,6 +252,7 @@ class Worker:
             tally.segments += await write_segments(conn, project_id, self.summarizer)
         except ModelError as exc:
             log.warning("summaries failed for project %d: %s", project_id, exc)
+            self._failed("summary")
             return
         self.segmented[project_id] = state
 
@@ -227,6 +262,10 @@ class Worker:
         if self.embedder is None:
             return
         try:
-            tally.passages += await index_passages(conn, project_id, self.embedder)
+            embedded = await index_passages(conn, project_id, self.embedder)
         except EmbedderUnavailable as exc:
             log.warning("passage indexing failed for project %d: %s", project_id, exc)
+            self._failed("embedder")
+            return
+        tally.passages += embedded
+        self.totals.embedded += embedded

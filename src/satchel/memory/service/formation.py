@@ -1,13 +1,15 @@
-"""Formation's use cases: form one claimed turn, record a failed attempt, unpark turns; each one
-transaction that first checks the turn is still unformed."""
+"""Formation's use cases: form one claimed turn, record a failed attempt, unpark turns (of projects,
+or one by id); each one transaction that first checks the turn's state."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from satchel.memory.domain import Candidate, Extractor, RejectedClaim
 from satchel.memory.store import formation as store
 from satchel.memory.store.database import Conn
+from satchel.memory.store.facts import lock_log
 from satchel.memory.store.log import recompute_formed
 
 
@@ -82,3 +84,31 @@ async def unpark(conn: Conn, project: str | None) -> int:
         for project_id in ids:
             await recompute_formed(conn, project_id)
     return count
+
+
+async def unpark_one(conn: Conn, observation_id: uuid.UUID) -> bool:
+    """Put one parked turn back in line (its project's log locked first, as appends lock it);
+    false when no parked turn has that id."""
+    project_id = await store.project_of(conn, observation_id)
+    if project_id is None:
+        return False
+    async with conn.transaction():
+        await lock_log(conn, project_id)
+        if not await store.unpark_turn(conn, observation_id):
+            return False
+        await recompute_formed(conn, project_id)
+    return True
+
+
+def failure_category(last_error: str | None) -> str | None:
+    """What kind of failure a stored formation error was: `transport`, `status NNN` (the model
+    server's HTTP status), `reply` (an answer that was not what was asked), or `other`."""
+    if last_error is None:
+        return None
+    if last_error.startswith("transport"):
+        return "transport"
+    if last_error.startswith("status "):
+        return " ".join(last_error.split()[:2])
+    if "reply" in last_error:
+        return "reply"
+    return "other"

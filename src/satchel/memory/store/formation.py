@@ -244,3 +244,49 @@ async def unpark_turns(conn: Conn, project_ids: list[int]) -> int:
         (project_ids,),
     )
     return cursor.rowcount
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedTurn:
+    """A parked turn's metadata: never its messages, nor its subject."""
+
+    id: uuid.UUID
+    project: str
+    kind: str
+    log_offset: int
+    attempts: int
+    stored_at: datetime
+    parked_at: datetime
+    last_error: str | None
+
+
+async def parked_turns(conn: Conn, project: str | None, limit: int) -> list[ParkedTurn]:
+    """Up to `limit` parked turns (of one project by name, or of all), longest parked first."""
+    async with conn.cursor(row_factory=class_row(ParkedTurn)) as cursor:
+        await cursor.execute(
+            "SELECT o.id, p.name AS project, o.kind, o.log_offset, o.attempts, o.stored_at,"
+            " o.parked_at, o.last_error FROM observations o JOIN projects p ON p.id = o.project_id"
+            " WHERE o.parked_at IS NOT NULL AND (%(n)s::text IS NULL OR p.name = %(n)s)"
+            " ORDER BY o.parked_at, p.name, o.log_offset LIMIT %(limit)s",
+            {"n": project, "limit": limit},
+        )
+        return await cursor.fetchall()
+
+
+async def project_of(conn: Conn, observation_id: uuid.UUID) -> int | None:
+    """The project the observation belongs to; None when there is no such observation."""
+    cursor = await conn.execute(
+        "SELECT project_id FROM observations WHERE id = %s", (observation_id,)
+    )
+    row = await cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+async def unpark_turn(conn: Conn, observation_id: uuid.UUID) -> bool:
+    """Put one parked turn back in line; false when it is not parked (or not there)."""
+    cursor = await conn.execute(
+        "UPDATE observations SET parked_at = NULL, attempts = 0, next_attempt_at = NULL"
+        " WHERE id = %s AND parked_at IS NOT NULL",
+        (observation_id,),
+    )
+    return cursor.rowcount == 1
