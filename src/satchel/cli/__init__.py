@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from satchel import __version__
-from satchel.cli import bench, conformance, harness, memory, providers
+from satchel.cli import bench, bootstrap, conformance, harness, memory, providers
 from satchel.cli.conventions import Command, group
 from satchel.cli.output import console
 
@@ -37,6 +37,7 @@ app.add_typer(memory.tokens_app, name="tokens")
 app.command(cls=Command)(memory.serve)
 app.command(cls=Command)(memory.worker)
 app.add_typer(memory.formation_app, name="formation")
+app.command(cls=Command)(bootstrap.bootstrap)
 app.command(
     cls=Command,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
