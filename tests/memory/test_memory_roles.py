@@ -226,3 +226,32 @@ def test_a_new_login_role_needs_its_password_variable(admin_db: str) -> None:
     assert "set the password" not in out  # it stays as it is
     with psycopg.connect(login_url(admin_db, role)) as conn:
         assert conn.execute("SELECT current_user").fetchone() == (role,)
+
+
+def test_a_database_owner_with_createrole_may_bootstrap_once_vector_is_there(
+    external_admin_url: str,
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    admin, owner, app, name = (f"dba_{suffix}", f"owner_{suffix}", f"app_{suffix}", f"db_{suffix}")
+    with psycopg.connect(external_admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {admin} LOGIN CREATEROLE PASSWORD '{PASSWORD}'")
+        conn.execute(f"CREATE DATABASE {name} OWNER {admin}")
+    superuser_db = with_database(external_admin_url, name)
+    admin_db = with_database(login_url(external_admin_url, admin), name)
+    try:
+        code, _, err = bootstrap(admin_db, "--owner-role", owner, "--app-role", app)
+        assert code == 2 and "the extension vector (pgvector)" in err, err
+        with psycopg.connect(superuser_db, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+        code, out, err = bootstrap(admin_db, "--owner-role", owner, "--app-role", app)
+        assert code == 0, err
+        assert f"applied {len(migrations())} migration(s)" in out
+        with psycopg.connect(login_url(admin_db, app), autocommit=True) as conn:
+            conn.execute("INSERT INTO projects (name) VALUES ('made-by-the-login-role')")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("ALTER TABLE projects ADD COLUMN intruder int")
+        code, out, err = bootstrap(admin_db, "--owner-role", owner, "--app-role", app)
+        assert code == 0 and "migrations: none to apply" in out, err
+    finally:
+        with psycopg.connect(external_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

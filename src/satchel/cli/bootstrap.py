@@ -29,10 +29,17 @@ def bootstrap(
             " is SATCHEL_APP_PASSWORD (needed when the role is made; changed when set).",
         ),
     ] = "satchel_app",
+    owner_role: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME",
+            help="The non-login role that owns the schema and runs the migrations.",
+        ),
+    ] = "satchel_owner",
 ) -> None:
     """Make or upgrade a deployment on an existing PostgreSQL server.
 
-    Makes a non-login owner role (satchel_owner) that owns the schema, applies the migrations as
+    Makes a non-login owner role that owns the schema, applies the migrations as
     it, and makes the login role with row access only. Run it again after each upgrade of
     satchel: it applies the new migrations and changes nothing else that is in place.
     """
@@ -45,7 +52,7 @@ def bootstrap(
 
     password = os.environ.get(PASSWORD_VARIABLE) or None
     try:
-        done = run(admin_url, app_role, password)
+        done = run(admin_url, app_role, password, owner_role)
     except BootstrapError as exc:
         fail(str(exc), 2)
     except psycopg.OperationalError as exc:

@@ -13,8 +13,6 @@ from psycopg import conninfo, sql
 
 from satchel.memory.store.database import apply_migrations
 
-OWNER_ROLE = "satchel_owner"
-APP_ROLE = "satchel_app"
 PASSWORD_VARIABLE = "SATCHEL_APP_PASSWORD"
 SCHEMA = "public"
 TABLE_RIGHTS = sql.SQL("SELECT, INSERT, UPDATE, DELETE")
@@ -52,9 +50,7 @@ class Bootstrap:
     applied: list[str] = field(default_factory=list)
 
 
-def bootstrap(
-    admin_url: str, app_role: str = APP_ROLE, password: str | None = None, owner: str = OWNER_ROLE
-) -> Bootstrap:
+def bootstrap(admin_url: str, app_role: str, password: str | None, owner: str) -> Bootstrap:
     """Make or update the owner role, the schema it owns, the migrations (as it), and the login
     role `app_role` with row rights only (its password set when `password` is given; a new
     role needs one)."""
@@ -125,13 +121,21 @@ def _owner_role(
         elif found[0]:
             conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(name))
             done.done.append(f"made role {done.owner} unable to log in")
-        if not superuser:
+        if not superuser and not _may_set_role(conn, done.owner):
             conn.execute(sql.SQL("GRANT {} TO {}").format(name, sql.Identifier(admin)))
     except psycopg.errors.InsufficientPrivilege as exc:
         raise BootstrapError(
-            f"role {admin!r} may not make or grant role {done.owner!r} ({_first_line(exc)}):"
-            " give --admin-url a superuser or a role with CREATEROLE"
+            f"role {admin!r} may not make role {done.owner!r} or take it on"
+            f" ({_first_line(exc)}): give --admin-url a superuser, or have one run"
+            f" GRANT {done.owner} TO {admin}"
         ) from None
+
+
+def _may_set_role(conn: psycopg.Connection[Any], role: str) -> bool:
+    """Whether the connected role may `SET ROLE` to `role` (before PostgreSQL 16: is a member)."""
+    right = "SET" if conn.info.server_version >= 160000 else "MEMBER"
+    row = conn.execute("SELECT pg_has_role(%s, %s)", (role, right)).fetchone()
+    return row == (True,)
 
 
 def _extension(conn: psycopg.Connection[Any], done: Bootstrap, admin: str, database: str) -> None:
