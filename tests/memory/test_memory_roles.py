@@ -64,7 +64,7 @@ def test_bootstrap_makes_the_roles_and_a_second_run_applies_nothing(admin_db: st
     code, out, err = bootstrap(admin_db)
     assert code == 0, err
     assert f"applied {len(migrations())} migration(s)" in out
-    assert "made role satchel_owner" in out or OWNER in out
+    assert f"owner role {OWNER}, login role satchel_app" in out
     assert "postgresql://satchel_app:PASSWORD@127.0.0.1:" in out
     assert PASSWORD not in out + err
     code, again, err = bootstrap(admin_db)
@@ -134,23 +134,35 @@ def test_serve_as_the_login_role_answers_after_bootstrap_adopts_a_served_databas
     server = Served(data_dir, environment(app))
     server.wait_ready()
     assert "superuser" not in server.output()
-    beta = satchel(
-        "tokens", "create", "--project", "beta", "--database-url", app, env=environment(None)
-    )
-    assert beta.returncode == 0, beta.stderr
-    for token in (made.stdout.strip(), beta.stdout.strip()):
+    tokens = [made.stdout.strip()]
+    for project, url in (("beta", app), ("gamma", admin_db)):  # new projects, new partitions
+        more = satchel(
+            "tokens", "create", "--project", project, "--database-url", url, env=environment(None)
+        )
+        assert more.returncode == 0, more.stderr
+        tokens.append(more.stdout.strip())
+    for token in tokens:
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=server.base_url, headers=headers, timeout=30) as client:
             body = {"messages": [{"role": "user", "content": "I keep bees in Kinsale."}]}
             assert client.post("/v1/observations", json=body).status_code == 201
-            deadline = time.monotonic() + 60
-            while True:
-                answer = client.post("/v1/recalls", json={"question": "Where are the bees?"})
-                assert answer.status_code == 200, answer.text
-                if "Kinsale" in answer.text or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
+            answer = client.post("/v1/recalls", json={"question": "Where are the bees?"})
+            assert answer.status_code == 200, answer.text
             assert "Kinsale" in answer.text, answer.text
+    with psycopg.connect(admin_db, autocommit=True) as conn:  # the worker, as the login role
+        deadline = time.monotonic() + 120
+        while conn.execute("SELECT count(DISTINCT project_id) FROM message_vectors").fetchone() != (
+            3,
+        ):
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        partitions = conn.execute(
+            "SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = 'message_vectors'::regclass AND c.relowner = %s::regrole",
+            (OWNER,),
+        ).fetchone()
+        assert partitions == (3,)
+    assert "ERROR" not in server.output() and "Traceback" not in server.output()
     assert server.terminate() == 0
 
 

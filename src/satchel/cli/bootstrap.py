@@ -41,13 +41,14 @@ def bootstrap(
 
     Makes a non-login owner role that owns the schema, applies the migrations as
     it, and makes the login role with row access only. Run it again after each upgrade of
-    satchel: it applies the new migrations and changes nothing else that is in place.
+    satchel: it applies the new migrations and grants the login role its rights on what they
+    made.
     """
     require("server", "bootstrap")
     import psycopg
 
     from satchel.memory.store.database import describe_url
-    from satchel.memory.store.roles import PASSWORD_VARIABLE, BootstrapError, app_url
+    from satchel.memory.store.roles import PASSWORD_VARIABLE, BootstrapError, app_url, error_line
     from satchel.memory.store.roles import bootstrap as run
 
     password = os.environ.get(PASSWORD_VARIABLE) or None
@@ -56,8 +57,9 @@ def bootstrap(
     except BootstrapError as exc:
         fail(str(exc), 2)
     except psycopg.OperationalError as exc:
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        fail(f"cannot reach {describe_url(admin_url)}: {lines[0]}", 2)
+        fail(f"cannot reach {describe_url(admin_url)}: {error_line(exc)}", 2)
+    except psycopg.Error as exc:
+        fail(f"bootstrap of {describe_url(admin_url)} stopped: {error_line(exc)}", 1)
     say(f"database {done.database}: owner role {done.owner}, login role {done.app}")
     for line in done.done:
         say(f"  {line}")

@@ -126,7 +126,7 @@ def _owner_role(
     except psycopg.errors.InsufficientPrivilege as exc:
         raise BootstrapError(
             f"role {admin!r} may not make role {done.owner!r} or take it on"
-            f" ({_first_line(exc)}): give --admin-url a superuser, or have one run"
+            f" ({error_line(exc)}): give --admin-url a superuser, or have one run"
             f" GRANT {done.owner} TO {admin}"
         ) from None
 
@@ -148,7 +148,7 @@ def _extension(conn: psycopg.Connection[Any], done: Bootstrap, admin: str, datab
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFile) as exc:
         raise BootstrapError(
             f"the extension vector (pgvector) is not in database {database!r} and role"
-            f" {admin!r} cannot make it ({_first_line(exc)}): have a superuser run"
+            f" {admin!r} cannot make it ({error_line(exc)}): have a superuser run"
             " CREATE EXTENSION vector there, then run this again"
         ) from None
     done.done.append("made the extension vector")
@@ -156,8 +156,8 @@ def _extension(conn: psycopg.Connection[Any], done: Bootstrap, admin: str, datab
 
 def _schema(conn: psycopg.Connection[Any], done: Bootstrap) -> None:
     """The schema owned by the owner role, with no right to create in it left to PUBLIC (a
-    database from before PostgreSQL 15 gives it), and satchel's objects already there (from a
-    deployment a superuser migrated) handed to the owner role."""
+    database from before PostgreSQL 15 gives it), and the objects of a deployment already there
+    (one a superuser migrated) handed to the owner role."""
     schema, owner = sql.Identifier(SCHEMA), sql.Identifier(done.owner)
     row = conn.execute(
         "SELECT nspowner::regrole::text,"
@@ -175,6 +175,8 @@ def _schema(conn: psycopg.Connection[Any], done: Bootstrap) -> None:
     if row is not None and row[1]:
         conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM PUBLIC").format(schema))
         done.done.append(f"revoked CREATE on schema {SCHEMA} from PUBLIC")
+    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+        return  # no deployment yet: whatever else is in the schema is not satchel's
     handed = conn.execute(FOREIGN_OBJECTS, {"schema": SCHEMA, "owner": done.owner}).fetchall()
     for kind, name in handed:
         conn.execute(sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kind), sql.SQL(name), owner))
@@ -246,6 +248,7 @@ def _grants(conn: psycopg.Connection[Any], done: Bootstrap) -> None:
     done.done.append(f"granted {done.app} row access to the tables of {done.owner}")
 
 
-def _first_line(exc: Exception) -> str:
+def error_line(exc: Exception) -> str:
+    """The first line of a database error's message (its detail and hints left out)."""
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
