@@ -162,6 +162,8 @@ def test_serve_as_the_login_role_answers_after_bootstrap_adopts_a_served_databas
             (OWNER,),
         ).fetchone()
         assert partitions == (3,)
+    unparked = satchel("formation", "unpark", "--database-url", app, env=environment(None))
+    assert unparked.returncode == 0 and "unparked 0 turn(s)" in unparked.stdout, unparked.stderr
     assert "ERROR" not in server.output() and "Traceback" not in server.output()
     assert server.terminate() == 0
 
