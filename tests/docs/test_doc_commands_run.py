@@ -38,6 +38,11 @@ NOT_RUN = {
     ".venv/bin/satchel serve --role api": "a second API server and a worker alone, both run until "
     "stopped; the roles are tested in tests/memory/test_memory_cli.py",
     ".venv/bin/satchel worker": "runs until stopped; tests/memory/test_memory_cli.py",
+    ".venv/bin/satchel bootstrap": "needs a PostgreSQL server of the reader's own and its "
+    "administrator's URL; tests/memory/test_memory_roles.py runs it",
+    ".venv/bin/satchel tokens create --database-url": "names a PostgreSQL server of the reader's "
+    "own; tests/memory/test_memory_roles.py runs it",
+    "pg_dump": "PostgreSQL's own backup tool, run against the reader's server",
     ".venv/bin/satchel conformance --driver": "starts a deployment and runs every case: minutes; "
     "tests/conformance runs the suite",
     ".venv/bin/satchel bench": "a benchmark: minutes to hours",

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from satchel import __version__
-from satchel.cli import bench, conformance, harness, health, memory, providers, retention
+from satchel.cli import bench, bootstrap, conformance, harness, health, memory, providers, retention
 from satchel.cli.conventions import Command, group
 from satchel.cli.output import console
 
@@ -39,6 +39,7 @@ app.command(cls=Command)(memory.worker)
 app.add_typer(memory.formation_app, name="formation")
 app.add_typer(retention.retention_app, name="retention")
 app.command(cls=Command)(health.health)
+app.command(cls=Command)(bootstrap.bootstrap)
 app.command(
     cls=Command,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from satchel.cli.conventions import Command
 from satchel.cli.extras import require
-from satchel.cli.memory import DataDir, _deployment, _memory_settings, formation_app
+from satchel.cli.memory import DatabaseUrl, DataDir, _deployment, _memory_settings, formation_app
 from satchel.cli.output import console, say
 from satchel.cli.tables import fitted
 
@@ -50,6 +50,7 @@ def health(
         ),
     ] = None,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Report the deployment's health: turns stored, formed, waiting and parked, the oldest
     waiting, workers' heartbeats and last failure, connections, per project.
@@ -60,7 +61,7 @@ def health(
     from satchel.memory.config import DEFAULT_WORKER_AGE
     from satchel.memory.operator import health as read
 
-    settings = _memory_settings(data_dir)
+    settings = _memory_settings(data_dir, database_url)
     window = stale_after or settings.require_worker or DEFAULT_WORKER_AGE
     with _deployment(settings) as url:
         report = read(url, window)
@@ -123,6 +124,7 @@ def formation_parked(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per turn.")] = False,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """List parked turns, longest parked first: id, project, kind, log offset, attempts, when
     stored and parked, and the kind of the last failure. Never a turn's messages or subject.
@@ -132,7 +134,7 @@ def formation_parked(
     require("server", "formation parked")
     from satchel.memory.operator import parked_turns
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         turns = parked_turns(url, project, PARKED_SHOWN)
     if as_json:
         for turn in turns:

@@ -6,6 +6,7 @@ They need the `server` extra; each imports the deployment only once it is known 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,13 +37,23 @@ DataDir = Annotated[
         "~/.local/share/satchel. Ignored when SATCHEL_DATABASE_URL is set.",
     ),
 ]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        metavar="URL",
+        help="The deployment's database (an administrator's or the login role's URL); overrides"
+        " SATCHEL_DATABASE_URL and --data-dir.",
+    ),
+]
 
 
-def _memory_settings(data_dir: Path | None) -> MemorySettings:
+def _memory_settings(data_dir: Path | None, database_url: str | None = None) -> MemorySettings:
     from satchel.memory.config import MemorySettings, SettingError
 
+    env = {**os.environ, "SATCHEL_DATABASE_URL": database_url} if database_url else None
     try:
-        return MemorySettings.from_env(data_dir=data_dir)
+        return MemorySettings.from_env(env, data_dir=data_dir)
     except SettingError as exc:
         fail(str(exc), 2)
 
@@ -75,7 +86,7 @@ def serve(
 
     one_thread_each()
     from satchel.memory.formation.model import HostNotAllowed
-    from satchel.memory.server import NoRoom, ServeError, work
+    from satchel.memory.server import NoRoom, NotMigrated, ServeError, work
     from satchel.memory.server import serve as run
     from satchel.memory.store.embedded import EmbeddedBusy
 
@@ -92,7 +103,7 @@ def serve(
                 with_worker=role == "all",
                 access_log=access_log,
             )
-    except (HostNotAllowed, NoRoom) as exc:
+    except (HostNotAllowed, NoRoom, NotMigrated) as exc:
         fail(str(exc), 2)
     except (ServeError, EmbeddedBusy) as exc:
         fail(str(exc), 1)
@@ -102,12 +113,14 @@ def worker(data_dir: DataDir = None) -> None:
     """Form stored turns: facts, segments and passages (stops on Ctrl-C or SIGTERM)."""
     require("server", "worker")
     from satchel.memory.formation.model import HostNotAllowed
-    from satchel.memory.server import NoRoom, work
+    from satchel.memory.server import NoRoom, NotMigrated, ServeError, work
 
     try:
         work(_memory_settings(data_dir), announce=say)
-    except (HostNotAllowed, NoRoom) as exc:
+    except (HostNotAllowed, NoRoom, NotMigrated) as exc:
         fail(str(exc), 2)
+    except ServeError as exc:
+        fail(str(exc), 1)
 
 
 @contextmanager
@@ -132,6 +145,7 @@ def formation_unpark(
         typer.Option("--id", metavar="ID", help="Only this turn (see satchel formation parked)."),
     ] = None,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Put parked turns (those that failed formation 6 times) back in line for the worker."""
     require("server", "formation unpark")
@@ -139,7 +153,7 @@ def formation_unpark(
     from satchel.memory.server import unpark
 
     one = None if turn_id is None else _turn_id(turn_id, project)
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         if one is None:
             count = unpark(url, project)
         elif unpark_turn(url, one):
@@ -165,6 +179,7 @@ def tokens_create(
     read_only: Annotated[bool, typer.Option("--read-only", help="Reads only.")] = False,
     name: Annotated[str, typer.Option(metavar="NAME", help="A label for the token.")] = "",
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Create a token and print it once (only its digest is stored).
 
@@ -174,7 +189,7 @@ def tokens_create(
     from satchel.memory.server import where
     from satchel.memory.service.tokens import create_token
 
-    settings = _memory_settings(data_dir)
+    settings = _memory_settings(data_dir, database_url)
     with _deployment(settings) as url:
         try:
             token = create_token(url, project, read_only=read_only, name=name)
@@ -191,6 +206,7 @@ def tokens_list(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per token.")] = False,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """List tokens by prefix and id, what `satchel tokens revoke` takes.
 
@@ -200,7 +216,7 @@ def tokens_list(
     require("server", "tokens list")
     from satchel.memory.service.tokens import list_tokens
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         rows = list_tokens(url, project)
     if as_json:
         for row in rows:
@@ -241,12 +257,13 @@ def tokens_list(
 def tokens_revoke(
     token: Annotated[str, typer.Argument(help="The token, its id, or its 12-character prefix.")],
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Revoke a token at once."""
     require("server", "tokens revoke")
     from satchel.memory.service.tokens import revoke_token
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         count = revoke_token(url, token)
     if not count:
         fail("no active token matches that token, id or prefix (see satchel tokens list)", 1)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from satchel.cli.conventions import Command, group
 from satchel.cli.extras import require
-from satchel.cli.memory import DataDir, _deployment, _memory_settings
+from satchel.cli.memory import DatabaseUrl, DataDir, _deployment, _memory_settings
 from satchel.cli.output import console, fail
 from satchel.cli.tables import fitted
 
@@ -92,6 +92,7 @@ def retention_set(
         ),
     ] = None,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Set a project's policy: its turns stop being served, and are deleted, N days after
     they were stored. What the policy expires at once is swept before the command ends, so no
@@ -99,7 +100,7 @@ def retention_set(
     require("server", "retention set")
     from satchel.memory.service.retention import set_policy, sweep_now
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         try:
             set_policy(url, project, days, inactive_after)
         except ValueError as exc:
@@ -111,13 +112,16 @@ def retention_set(
 
 @retention_app.command("show", cls=Command)
 def retention_show(
-    project: OnlyProject = None, as_json: AsJson = False, data_dir: DataDir = None
+    project: OnlyProject = None,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """List the projects' policies (a project not listed keeps its turns) and their last sweep."""
     require("server", "retention show")
     from satchel.memory.service.retention import list_receipts, show_policies
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         try:
             policies = show_policies(url, project)
             last = {receipt.project: receipt for receipt in list_receipts(url, project, 1)}
@@ -144,12 +148,14 @@ def retention_show(
 
 
 @retention_app.command("clear", cls=Command)
-def retention_clear(project: Project, data_dir: DataDir = None) -> None:
+def retention_clear(
+    project: Project, data_dir: DataDir = None, database_url: DatabaseUrl = None
+) -> None:
     """Remove a project's policy: its turns are kept until erased."""
     require("server", "retention clear")
     from satchel.memory.service.retention import clear_policy
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         try:
             had = clear_policy(url, project)
         except ValueError as exc:
@@ -184,6 +190,7 @@ def retention_sweep(
     ] = None,
     as_json: AsJson = False,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Sweep now, as the worker does on its own every SATCHEL_RETENTION_INTERVAL seconds:
     delete expired turns with everything derived from them, and expired artifacts."""
@@ -191,7 +198,7 @@ def retention_sweep(
     from satchel.memory.service.retention import sweep_now
 
     moment = _moment(now)
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         try:
             receipts = sweep_now(url, project, moment)
         except ValueError as exc:
@@ -205,12 +212,13 @@ def retention_receipts(
     limit: Annotated[int, typer.Option(metavar="N", min=1, help="At most N receipts.")] = 20,
     as_json: AsJson = False,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """List the latest sweeps' receipts, newest first: what each deleted and left."""
     require("server", "retention receipts")
     from satchel.memory.service.retention import list_receipts
 
-    with _deployment(_memory_settings(data_dir)) as url:
+    with _deployment(_memory_settings(data_dir, database_url)) as url:
         try:
             receipts = list_receipts(url, project, limit)
         except ValueError as exc:

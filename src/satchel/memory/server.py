@@ -20,10 +20,12 @@ from satchel.memory.config import MemorySettings
 from satchel.memory.logs import log_to_stderr
 from satchel.memory.service.formation import unpark as unpark_turns
 from satchel.memory.store.database import (
+    MigrationState,
     connection_slots,
     describe_url,
     is_deployment,
     migrate,
+    migration_state,
 )
 from satchel.memory.store.embedded import has_data, start_embedded
 from satchel.memory.supervisor import STOP_GRACE, WorkerSupervisor
@@ -47,6 +49,14 @@ class NoDeployment(RuntimeError):
     """There is no deployment where a manage command looked; the message says where."""
 
 
+class NotMigrated(NoDeployment):
+    """The database's migrations are behind this satchel's (or absent), and the connected role
+    may not apply them: `satchel bootstrap` must."""
+
+
+BOOTSTRAP = "satchel bootstrap --admin-url URL"
+
+
 @contextmanager
 def _server(settings: MemorySettings) -> Iterator[str]:
     """The URL: `SATCHEL_DATABASE_URL`, or the embedded server under the data dir (started, or
@@ -63,16 +73,59 @@ def _server(settings: MemorySettings) -> Iterator[str]:
 
 @contextmanager
 def database(settings: MemorySettings) -> Iterator[str]:
-    """The database URL, once migrations are applied (under an advisory lock)."""
+    """The database URL, once its migrations are current (see `prepare`). A superuser given in
+    `SATCHEL_DATABASE_URL` is warned about."""
     with _server(settings) as url:
-        migrate(url)
+        state = prepare(settings, url)
+        if settings.database_url and state.superuser:
+            log.warning(
+                "connected as %r, a superuser: give SATCHEL_DATABASE_URL the login role"
+                " `satchel bootstrap` makes, which may not change the schema",
+                state.role,
+            )
         yield url
+
+
+def prepare(settings: MemorySettings, url: str) -> MigrationState:
+    """Apply pending migrations (under an advisory lock) when the connected role owns the
+    deployment, as on the embedded server; else `NotMigrated` unless they are all applied."""
+    try:
+        state = migration_state(url)
+    except psycopg.errors.InsufficientPrivilege:
+        raise NotMigrated(
+            f"the role of {where(settings)} may not read satchel's migrations:"
+            f" run `{BOOTSTRAP}` to make its roles and grants"
+        ) from None
+    except psycopg.OperationalError as exc:
+        raise ServeError(f"cannot reach {where(settings)}: {first_line(exc)}") from None
+    pending = state.pending
+    if not pending:
+        return state
+    if state.may_migrate:
+        migrate(url)
+        return state
+    if not state.found:
+        raise NotMigrated(
+            f"no satchel deployment in {where(settings)}, and role {state.role!r} may not make"
+            f" one: run `{BOOTSTRAP}` with an administrator's URL first"
+        )
+    raise NotMigrated(
+        f"{where(settings)} lacks {len(pending)} of this satchel's migrations (first:"
+        f" {pending[0]}), and role {state.role!r} may not apply them:"
+        f" run `{BOOTSTRAP}` with an administrator's URL to upgrade it"
+    )
+
+
+def first_line(exc: Exception) -> str:
+    """The first line of a driver's error (its next lines are hints for a terminal)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def where(settings: MemorySettings) -> str:
     """The database a command works on, for people: never a password."""
     if settings.database_url:
-        return f"the database at {describe_url(settings.database_url)} (SATCHEL_DATABASE_URL)"
+        return f"the database at {describe_url(settings.database_url)}"
     return f"the embedded database in {settings.data_dir.resolve()}"
 
 
@@ -86,11 +139,10 @@ def deployment(settings: MemorySettings) -> Iterator[str]:
         try:
             found = is_deployment(url)
         except psycopg.OperationalError as exc:
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            raise NoDeployment(f"cannot reach {where(settings)}: {lines[0]}") from None
+            raise NoDeployment(f"cannot reach {where(settings)}: {first_line(exc)}") from None
         if not found:
             raise NoDeployment(_no_deployment(settings))
-        migrate(url)
+        prepare(settings, url)
         yield url
 
 

@@ -32,30 +32,76 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def migrate(url: str) -> list[str]:
     """Apply pending migrations; several processes may call this at once. Returns what ran."""
-    applied: list[str] = []
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
-        try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                "version integer PRIMARY KEY, name text NOT NULL, "
-                "applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            for version, name, sql in migrations():
-                if version in done:
-                    continue
-                with conn.transaction():
-                    conn.execute(sql.encode())
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                        (version, name),
-                    )
-                applied.append(name)
-                log.info("applied migration %s", name)
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        return apply_migrations(conn)
+
+
+def apply_migrations(conn: psycopg.Connection[Any]) -> list[str]:
+    """Apply pending migrations on `conn` (autocommitting) as its current role, under the
+    advisory lock. Returns what ran."""
+    applied: list[str] = []
+    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version integer PRIMARY KEY, name text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for version, name, sql in migrations():
+            if version in done:
+                continue
+            with conn.transaction():
+                conn.execute(sql.encode())
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+            applied.append(name)
+            log.info("applied migration %s", name)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     return applied
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationState:
+    """What a role connected to a database finds of the deployment's migrations.
+
+    `found`: the migrations table exists. `applied`: its versions. `may_migrate`: this role owns
+    the migrations table, or (none yet) may create tables in its schema; a role that only uses
+    a deployment others own never migrates it. `superuser`: the role is a superuser.
+    """
+
+    role: str
+    found: bool
+    applied: frozenset[int]
+    may_migrate: bool
+    superuser: bool
+
+    @property
+    def pending(self) -> list[str]:
+        """The shipped migrations not applied, by file name."""
+        return [name for version, name, _ in migrations() if version not in self.applied]
+
+
+def migration_state(url: str) -> MigrationState:
+    """The migrations of the database at `url` as its connecting role sees them."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT current_user, current_setting('is_superuser') = 'on',"
+            " to_regclass('schema_migrations') IS NOT NULL,"
+            " coalesce((SELECT relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+            "  FROM pg_class WHERE oid = to_regclass('schema_migrations')),"
+            "  coalesce(has_schema_privilege(current_schema(), 'CREATE'), false))"
+        ).fetchone()
+        assert row is not None
+        role, superuser, found, may_migrate = row
+        applied: frozenset[int] = frozenset()
+        if found:
+            versions = conn.execute("SELECT version FROM schema_migrations").fetchall()
+            applied = frozenset(version for (version,) in versions)
+    return MigrationState(role, found, applied, may_migrate, superuser)
 
 
 def is_deployment(url: str) -> bool:
