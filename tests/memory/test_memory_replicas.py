@@ -1,5 +1,6 @@
 """Several processes on one external PostgreSQL: two API replicas (`satchel serve --role api`)
-and two workers (`satchel worker`) under a load of observations and recalls spread over both.
+and two workers (`satchel worker`), connected as the login role `satchel bootstrap` makes, under
+a load of observations and recalls spread over both.
 
 One replica and one worker are killed outright mid-load, an erasure is made while the workers
 run; then the PostgreSQL server itself is stopped at once and started again under load. Nothing
@@ -9,6 +10,7 @@ answered 500.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import signal
 import subprocess
@@ -25,12 +27,12 @@ import pytest
 from external_postgres import ExternalPostgres, start_external
 from formation_kit import claim
 from memory_kit import with_database
-from memory_process import SATCHEL, Served, environment
+from memory_process import SATCHEL, Served, environment, satchel
 from model_server import ModelServer, Reply
+from psycopg import conninfo
 from replica_load import Load
 
 from satchel.memory.service.tokens import create_token
-from satchel.memory.store.database import migrate
 
 PROJECTS = ("north", "south", "east", "west")
 LEAVING = "leaving"  # the subject erased while the workers run
@@ -54,12 +56,16 @@ def server() -> Iterator[ExternalPostgres]:
 
 @pytest.fixture
 def database(server: ExternalPostgres) -> str:
+    """A database made by `satchel bootstrap`: the processes connect as its login role."""
     name = f"satchel_replicas_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server.url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    url = with_database(server.url, name)
-    migrate(url)
-    return url
+    admin = with_database(server.url, name)
+    password = secrets.token_urlsafe(18)
+    env = environment(None) | {"SATCHEL_APP_PASSWORD": password}
+    made = satchel("bootstrap", "--admin-url", admin, env=env, timeout=300)
+    assert made.returncode == 0, made.stderr
+    return conninfo.make_conninfo(admin, user="satchel_app", password=password)
 
 
 @pytest.fixture
