@@ -208,11 +208,19 @@ def recall(client: Client, number: int, count: int) -> float:
 
 
 def backlog_left(url: str) -> int:
+    """Turns not yet formed plus messages not yet embedded."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "SELECT (SELECT count(*) FROM observations WHERE formed_at IS NULL)"
             " + (SELECT count(*) FROM messages) - (SELECT count(*) FROM message_vectors)"
         ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def stored_turns(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM observations").fetchone()
     assert row is not None
     return int(row[0])
 
@@ -293,7 +301,7 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[list[Run], int]:
                 runs.append(measuring)
                 for client in clients:
                     client.close()
-        backlog = backlog_left(url)
+        backlog = stored_turns(url)
         template = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
         caught_up = ""
         for workers in (1, 2):

@@ -36,8 +36,8 @@ from satchel.memory.store.embedded import start_embedded
 TEMPLATE = "satchel_test_template_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
 UNSAFE_FOR_SPEED = ("fsync", "synchronous_commit", "full_page_writes")
 SERVERS = ("embedded", "external")  # the first: the embedded server, or SATCHEL_DATABASE_URL
-# The memory API through the HTTP server: observe, recall, passages, contexts, erasure, tokens;
-# what an operator watches: metrics, readiness, health, parked turns.
+# The memory API through the HTTP server: observe, recall, passages, contexts, erasure, tokens,
+# what an operator watches (metrics, readiness, health, parked turns), retention, artifact expiry.
 ON_BOTH_SERVERS = {
     "test_memory_idempotency",
     "test_memory_recall",
@@ -47,6 +47,9 @@ ON_BOTH_SERVERS = {
     "test_memory_auth",
     "test_memory_metrics",
     "test_memory_operator",
+    "test_memory_retention",
+    "test_memory_retention_reads",
+    "test_memory_artifact_expiry",
 }
 
 
