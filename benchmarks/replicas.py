@@ -284,23 +284,35 @@ def postmaster_of(admin_url: str) -> psutil.Process | None:
     return parent
 
 
+def over_replicas(
+    name: str,
+    request: Callable[[Client, int, int], float],
+    url: str,
+    folder: Path,
+    shared: Server,
+    tokens: dict[str, str],
+    args: argparse.Namespace,
+) -> list[Run]:
+    """`request` sent by the clients for `args.seconds` over one replica, then over two."""
+    runs = []
+    with processes(url, folder) as running:
+        for replicas in (1, 2):
+            running.replica()
+            clients = clients_for(tokens, running.ports, args.clients)
+            with measured(Run(f"{name} x{replicas} api"), running, shared.postmaster) as measuring:
+                measuring.done, measuring.latencies = hammer(clients, args.seconds, request)
+                measuring.seconds = args.seconds
+            runs.append(measuring)
+            for client in clients:
+                client.close()
+    return runs
+
+
 def run(args: argparse.Namespace, folder: Path) -> tuple[list[Run], int]:
-    runs: list[Run] = []
     with server(args.admin_url) as shared:
         url = shared.database()
         tokens = {project: create_token(url, project) for project in PROJECTS}
-        with processes(url, folder / "observe") as running:
-            for replicas in (1, 2):
-                running.replica()
-                clients = clients_for(tokens, running.ports, args.clients)
-                with measured(
-                    Run(f"observe x{replicas} api"), running, shared.postmaster
-                ) as measuring:
-                    measuring.done, measuring.latencies = hammer(clients, args.seconds, observe)
-                    measuring.seconds = args.seconds
-                runs.append(measuring)
-                for client in clients:
-                    client.close()
+        runs = over_replicas("observe", observe, url, folder / "observe", shared, tokens, args)
         backlog = stored_turns(url)
         template = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
         caught_up = ""
@@ -319,18 +331,7 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[list[Run], int]:
                     measuring.done = backlog
                 runs.append(measuring)
             caught_up = copy
-        with processes(caught_up, folder / "recall") as running:
-            for replicas in (1, 2):
-                running.replica()
-                clients = clients_for(tokens, running.ports, args.clients)
-                with measured(
-                    Run(f"recall x{replicas} api"), running, shared.postmaster
-                ) as measuring:
-                    measuring.done, measuring.latencies = hammer(clients, args.seconds, recall)
-                    measuring.seconds = args.seconds
-                runs.append(measuring)
-                for client in clients:
-                    client.close()
+        runs += over_replicas("recall", recall, caught_up, folder / "recall", shared, tokens, args)
         print(f"database server: {describe_url(url)}", file=sys.stderr)
     return runs, backlog
 
