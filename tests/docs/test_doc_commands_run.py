@@ -54,6 +54,9 @@ NOT_RUN = {
 EXPECTED_EXIT = {".venv/bin/satchel": (0, 2)}
 """Commands whose exit is not 0: the bare command shows its usage (click exits 2 for it)."""
 
+SLOW = 300
+"""Seconds a shown command that starts servers may take on a busy machine."""
+
 DEPLOYMENT_PORT = 8080
 """The port the docs' deployment blocks name; the test serves on a free one instead."""
 
@@ -154,7 +157,7 @@ def test_the_shown_commands_that_need_nothing_run(tmp_path: Path) -> None:
             env=isolated_env(tmp_path),
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=SLOW,
             check=False,
         )
         expected = EXPECTED_EXIT.get(command, (0,))
@@ -189,7 +192,7 @@ def run_block(text: str, env: dict[str, str], cwd: Path, out: Path) -> str:
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
-            timeout=180,
+            timeout=SLOW,
             check=False,
         )
     printed = out.read_text()
@@ -230,7 +233,7 @@ def test_the_deployment_blocks_run_as_written(tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        assert server.wait(timeout=180) == 0, (tmp_path / "readme.out").read_text()[-3000:]
+        assert server.wait(timeout=SLOW) == 0, (tmp_path / "readme.out").read_text()[-3000:]
         printed = (tmp_path / "readme.out").read_text()
         assert '"passages"' in printed and '"error"' not in printed, f"{first_where}:\n{printed}"
         env["TOKEN"] = token_file.read_text()

@@ -305,6 +305,7 @@ def test_sigint_stops_the_run_after_the_current_action_and_closes_the_card(
     tmp_path: Path, fake: ArcApiFake, mode: str
 ) -> None:
     slow = [reply | {"delay_s": 0.25} for reply in maze_replies()]  # the game: about 18 s
+    started = 60  # seconds the run may take to play its first action on a busy machine
     with ScriptedModelServer({"maze-0001": slow}) as model:
         profiles = profile_file(tmp_path, model.base_url)
         runs = tmp_path / "runs"
@@ -314,10 +315,10 @@ def test_sigint_stops_the_run_after_the_current_action_and_closes_the_card(
         try:
             if mode == "online":
                 played = fake.wait_for(
-                    lambda calls: any(c.command not in (None, "RESET") for c in calls), 15
+                    lambda calls: any(c.command not in (None, "RESET") for c in calls), started
                 )
             else:
-                deadline = time.monotonic() + 15
+                deadline = time.monotonic() + started
                 while len(model.requests) < 2 and time.monotonic() < deadline:
                     time.sleep(0.02)  # the second model call means the first action was played
                 played = len(model.requests) >= 2
