@@ -65,7 +65,6 @@ def render(
     """The observation as the model reads it: a state header, up to `max_frames` grids (each row
     a list of numbers, or with `compact` a string of hexadecimal digits), a new-level marker
     after a level advance, and the actions it may take."""
-    row_text = _ROW_WRITERS[frame_format]
     lines = [
         f"Game: {observation.game_id}",
         f"State: {observation.state}",
@@ -75,7 +74,7 @@ def render(
         lines.append(f"New Level: {observation.levels_completed + 1}")
     for shown, index in enumerate(sampled(observation.grids, max_frames), start=1):
         lines.append(f"Frame {shown}:")
-        lines.extend(map(row_text, observation.grids[index]))
+        lines.extend(frame_rows(observation.grids[index], frame_format))
     lines.append("Available actions:")
     for name in offered(observation, reset_allowed):
         if name == action_name(COORDINATE_ACTION):
@@ -83,6 +82,11 @@ def render(
         else:
             lines.append(f"- {name}")
     return "\n".join(lines)
+
+
+def frame_rows(grid: Sequence[tuple[int, ...]], frame_format: FrameFormat) -> list[str]:
+    """A grid's rows as the model reads them, one line each."""
+    return list(map(_ROW_WRITERS[frame_format], grid))
 
 
 # Frames repeat most of their rows: each row's text is built once.
