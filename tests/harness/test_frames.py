@@ -162,3 +162,119 @@ def test_the_carry_forward_instruction_is_given_only_when_asked() -> None:
         assert '{"actions": [{"action_type": "ACTION1"}]}' in prompt
         assert '"x": 12, "y": 40' in prompt
     assert rolling.startswith(continuous)
+
+
+KNOWN_GRID = (
+    tuple(range(16)),
+    tuple(range(15, -1, -1)),
+    (5,) * 16,
+)
+KNOWN = Observation("demo-0001", "NOT_FINISHED", 0, 1, (1, 6), (KNOWN_GRID,))
+
+
+def test_the_default_rendering_is_the_grid_of_lists() -> None:
+    expected = "\n".join(
+        [
+            "Game: demo-0001",
+            "State: NOT_FINISHED",
+            "Levels completed: 0 of 1",
+            "Frame 1:",
+            "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]",
+            "[15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]",
+            "[5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]",
+            "Available actions:",
+            "- ACTION1",
+            "- ACTION6 x y  (where x and y are integers 0-63)",
+        ]
+    )
+    assert render(KNOWN, max_frames=1, new_level=False, reset_allowed=False) == expected
+    grid = render(KNOWN, max_frames=1, new_level=False, reset_allowed=False, frame_format="grid")
+    assert grid == expected
+
+
+def test_the_compact_rendering_writes_each_row_as_one_hexadecimal_digit_a_cell() -> None:
+    text = render(KNOWN, max_frames=1, new_level=True, reset_allowed=True, frame_format="compact")
+    assert text == "\n".join(
+        [
+            "Game: demo-0001",
+            "State: NOT_FINISHED",
+            "Levels completed: 0 of 1",
+            "New Level: 1",
+            "Frame 1:",
+            "0123456789abcdef",
+            "fedcba9876543210",
+            "5555555555555555",
+            "Available actions:",
+            "- ACTION1",
+            "- ACTION6 x y  (where x and y are integers 0-63)",
+            "- RESET",
+        ]
+    )
+
+
+def compact_blocks(text: str) -> list[list[str]]:
+    """The grids a compact rendering shows, each as its lines of digits."""
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("Frame "):
+            blocks.append([])
+        elif line == "Available actions:":
+            break
+        elif blocks:
+            blocks[-1].append(line)
+    return blocks
+
+
+@given(st.binary(min_size=64 * 64, max_size=64 * 64))
+def test_a_compact_frame_reads_back_as_digit_x_of_line_y(cells: bytes) -> None:
+    big = tuple(tuple(cell % 16 for cell in cells[y * 64 : (y + 1) * 64]) for y in range(64))
+    game = Observation("demo-0001", "NOT_FINISHED", 0, 1, (6,), (big,))
+    text = render(game, max_frames=1, new_level=False, reset_allowed=False, frame_format="compact")
+    [lines] = compact_blocks(text)
+    assert len(lines) == 64 and all(len(line) == 64 for line in lines)
+    assert all(int(lines[y][x], 16) == big[y][x] for y in range(64) for x in range(64))
+
+
+@pytest.mark.parametrize("frames", [1, 3, 12])
+def test_compact_frames_are_sampled_as_grids_are(frames: int) -> None:
+    game = observation(frames=frames)
+    grid = render(game, max_frames=7, new_level=False, reset_allowed=False)
+    compact = render(
+        game, max_frames=7, new_level=False, reset_allowed=False, frame_format="compact"
+    )
+    read_back = [
+        [[int(digit, 16) for digit in line] for line in block] for block in compact_blocks(compact)
+    ]
+    assert read_back == frame_blocks(grid)
+
+
+@pytest.mark.parametrize("colour", [16, -1])
+def test_a_colour_a_digit_cannot_write_is_refused_naming_it(colour: int) -> None:
+    game = Observation("demo-0001", "NOT_FINISHED", 0, 1, (1,), (((0, colour),),))
+    with pytest.raises(ValueError, match=rf"colour {colour}, outside 0-15.*FRAME_FORMAT: grid"):
+        render(game, max_frames=1, new_level=False, reset_allowed=False, frame_format="compact")
+
+
+GRID_PROMPT = (
+    "You are playing a turn-based game on a 64x64 grid of colours 0-15. After each action you "
+    "see the new frames. Work out the rules and win every level in as few actions as you can."
+    '\n\nAnswer with exactly one action as JSON: {"actions": [{"action_type": "ACTION1"}]}; for '
+    'the coordinate action {"actions": [{"action_type": "ACTION6", "x": 12, "y": 40}]}.'
+)
+
+
+def test_the_grid_instructions_are_unchanged_and_say_nothing_of_digits() -> None:
+    assert system_prompt(carry_forward=False) == GRID_PROMPT
+    assert system_prompt(carry_forward=False, frame_format="grid") == GRID_PROMPT
+    assert "hexadecimal" not in system_prompt(carry_forward=True)
+
+
+@pytest.mark.parametrize("carry_forward", [False, True])
+def test_the_compact_instructions_say_once_how_to_read_a_row(carry_forward: bool) -> None:
+    prompt = system_prompt(carry_forward, frame_format="compact")
+    assert prompt.count("hexadecimal") == 1
+    assert "0-9 are colours 0-9 and a-f are colours 10-15" in prompt
+    assert "the cell at x, y is digit x of line y" in prompt
+    assert "first is y=0" in prompt and "first is x=0" in prompt
+    assert '"x": 12, "y": 40' in prompt  # the answer format is the same
+    assert (CARRY_FORWARD_PHRASE in prompt) is carry_forward

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,34 @@ def test_a_shipped_game_is_played_to_a_win_and_recorded(
     first = json.loads(steps[0].read_text(encoding="utf-8"))
     assert first["action"] == {"name": "ACTION4", "x": None, "y": None}
     assert "WIN" in output and "maze-0001" in output
+
+
+def test_a_game_is_won_with_compact_frames_each_row_one_string_of_digits(
+    runner: CliRunner, tmp_path: Path, server: ScriptedModelServer
+) -> None:
+    profiles = profile_file(tmp_path, server.base_url, FRAME_FORMAT="compact")
+    code, output, folders = play(runner, tmp_path, profiles, ["maze-0001"])
+    assert code == 0, output
+    assert meta(folders["maze-0001"])["exit_reason"] == "WIN"
+    first = server.requests[0]["messages"]
+    assert [message["role"] for message in first] == ["system", "user"]
+    assert "hexadecimal digits" in first[0]["content"]
+    frame = first[1]["content"].splitlines()
+    start = frame.index("Frame 1:") + 1
+    rows = frame[start : start + 64]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", row) for row in rows), rows[:2]
+    assert frame[start + 64] == "Available actions:"
+    assert not any(line.startswith("[") for body in server.requests for line in _texts(body))
+
+
+def _texts(body: dict[str, Any]) -> list[str]:
+    """Every line of every message a request carried."""
+    return [
+        line
+        for message in body["messages"]
+        if isinstance(message.get("content"), str)
+        for line in message["content"].splitlines()
+    ]
 
 
 def test_a_retried_turn_never_reaches_a_later_request(runner: CliRunner, tmp_path: Path) -> None:

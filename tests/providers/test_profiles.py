@@ -424,3 +424,20 @@ def test_a_compaction_the_adapter_has_not_names_the_strategies_and_its_inline_co
     message = str(caught.value)
     assert "supports none, harness_summary, not native" in message
     assert "request.context_management" in message
+
+
+def test_frames_are_grids_unless_the_profile_asks_for_compact_rows() -> None:
+    assert load(entry(OPEN)).agent.FRAME_FORMAT == "grid"
+    assert load(entry(OPEN, {"agent.FRAME_FORMAT": "grid"})).agent.FRAME_FORMAT == "grid"
+    assert load(entry(ROLLING, {"agent.FRAME_FORMAT": "compact"})).agent.FRAME_FORMAT == "compact"
+
+
+@pytest.mark.parametrize("value", ["hex", "Compact", "", 1, None, ["grid"]])
+def test_a_frame_format_not_known_is_refused_naming_the_key_the_value_and_the_choices(
+    value: Any,
+) -> None:
+    with pytest.raises(ProfileError) as caught:
+        load(entry(OPEN, {"agent.FRAME_FORMAT": value}))
+    message = str(caught.value)
+    assert f"agent.FRAME_FORMAT: expected grid or compact, got {value!r}" in message
+    assert repr(OPEN) in message and "\n" not in message

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from satchel.providers.profiles import FrameFormat
 
 COORDINATE_ACTION = 6  # ACTION6 takes x and y in 0..63
 GRID_SIZE = 64
 RESET = 0
+HEX_DIGITS = "0123456789abcdef"  # a compact row's digit for each colour 0..15
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +60,11 @@ def render(
     max_frames: int,
     new_level: bool,
     reset_allowed: bool,
+    frame_format: FrameFormat = "grid",
 ) -> str:
-    """The observation as the model reads it: a state header, up to `max_frames` grids (rows as
-    lists), a new-level marker after a level advance, and the actions it may take."""
+    """The observation as the model reads it: a state header, up to `max_frames` grids (each row
+    a list of numbers, or with `compact` a string of hexadecimal digits), a new-level marker
+    after a level advance, and the actions it may take."""
     lines = [
         f"Game: {observation.game_id}",
         f"State: {observation.state}",
@@ -69,7 +74,7 @@ def render(
         lines.append(f"New Level: {observation.levels_completed + 1}")
     for shown, index in enumerate(sampled(observation.grids, max_frames), start=1):
         lines.append(f"Frame {shown}:")
-        lines.extend(map(_row, observation.grids[index]))
+        lines.extend(frame_rows(observation.grids[index], frame_format))
     lines.append("Available actions:")
     for name in offered(observation, reset_allowed):
         if name == action_name(COORDINATE_ACTION):
@@ -79,15 +84,45 @@ def render(
     return "\n".join(lines)
 
 
+def frame_rows(grid: Sequence[tuple[int, ...]], frame_format: FrameFormat) -> list[str]:
+    """A grid's rows as the model reads them, one line each."""
+    return list(map(_ROW_WRITERS[frame_format], grid))
+
+
+# Frames repeat most of their rows: each row's text is built once.
 @functools.lru_cache(maxsize=4096)
-def _row(row: tuple[int, ...]) -> str:
-    """A grid row as the model reads it (frames repeat most of their rows: each is built once)."""
+def _grid_row(row: tuple[int, ...]) -> str:
+    """A grid row as a list of numbers: `[0, 5, 12]`."""
     return f"[{', '.join(map(str, row))}]"
+
+
+@functools.lru_cache(maxsize=4096)
+def _compact_row(row: tuple[int, ...]) -> str:
+    """A grid row as one hexadecimal digit a cell: `05c`."""
+    outside = [colour for colour in row if not 0 <= colour < len(HEX_DIGITS)]
+    if outside:
+        raise ValueError(
+            f"a frame holds colour {outside[0]}, outside 0-15: the compact frame format writes "
+            "one hexadecimal digit a cell; play this game with agent.FRAME_FORMAT: grid"
+        )
+    return "".join(HEX_DIGITS[colour] for colour in row)
+
+
+_ROW_WRITERS: dict[FrameFormat, Callable[[tuple[int, ...]], str]] = {
+    "grid": _grid_row,
+    "compact": _compact_row,
+}
 
 
 ANSWER_FORMAT = (
     'Answer with exactly one action as JSON: {"actions": [{"action_type": "ACTION1"}]}; for '
     'the coordinate action {"actions": [{"action_type": "ACTION6", "x": 12, "y": 40}]}.'
+)
+COMPACT_ROWS = (
+    "Each frame is 64 lines of 64 hexadecimal digits, one digit a cell: 0-9 are colours 0-9 "
+    "and a-f are colours 10-15. Line y (the first is y=0, the last y=63) is row y; within a "
+    "line, digit x (the first is x=0, the last x=63) is column x. So the cell at x, y is digit "
+    "x of line y, and the coordinate action takes that x and y."
 )
 CARRY_FORWARD = (
     "Only your visible reply is carried forward to your next turn: write down in it whatever you "
@@ -95,15 +130,17 @@ CARRY_FORWARD = (
 )
 
 
-def system_prompt(carry_forward: bool) -> str:
+def system_prompt(carry_forward: bool, frame_format: FrameFormat = "grid") -> str:
     """The instructions of a game; `carry_forward` for profiles whose visible replies are the
-    only state carried between turns (manual_rolling)."""
+    only state carried between turns (manual_rolling); with `compact` frames, how to read them."""
     parts = [
         "You are playing a turn-based game on a 64x64 grid of colours 0-15. After each action "
         "you see the new frames. Work out the rules and win every level in as few actions as "
         "you can.",
-        ANSWER_FORMAT,
     ]
+    if frame_format == "compact":
+        parts.append(COMPACT_ROWS)
+    parts.append(ANSWER_FORMAT)
     if carry_forward:
         parts.append(CARRY_FORWARD)
     return "\n\n".join(parts)

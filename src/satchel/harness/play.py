@@ -18,6 +18,7 @@ from typing import Any
 from satchel.harness.actions import Action, parse_action
 from satchel.harness.environments import ArenaError, Environment
 from satchel.harness.frames import Observation, offered, render, system_prompt
+from satchel.providers.profiles import FrameFormat
 from satchel.turns import (
     AcceptedTurn,
     ContextOverflowError,
@@ -130,6 +131,7 @@ class Player:
         limits: Limits,
         *,
         carry_forward: bool,
+        frame_format: FrameFormat = "grid",
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -138,6 +140,7 @@ class Player:
         self.environment = environment
         self.limits = limits
         self.carry_forward = carry_forward
+        self.frame_format = frame_format
         self.progress = progress or Progress(environment.info.game_id)
         self.stop = stop or threading.Event()
         self.clock = clock
@@ -172,10 +175,12 @@ class Player:
                 max_frames=self.limits.animation_frames,
                 new_level=new_level,
                 reset_allowed=reset_allowed,
+                frame_format=self.frame_format,
             )
             new: list[NeutralMessage] = [{"role": "user", "content": text}]
             if first:
-                new.insert(0, {"role": "system", "content": system_prompt(self.carry_forward)})
+                prompt = system_prompt(self.carry_forward, self.frame_format)
+                new.insert(0, {"role": "system", "content": prompt})
             try:
                 accepted = self.session.turn(new, _parser(available))
             except TurnFailed as failed:
@@ -221,7 +226,13 @@ class Player:
 
     def _forced_reset(self, over: Observation) -> Observation:
         """Reset a game that is over; the game-over frame is buffered for the next turn."""
-        shown = render(over, max_frames=1, new_level=False, reset_allowed=False)
+        shown = render(
+            over,
+            max_frames=1,
+            new_level=False,
+            reset_allowed=False,
+            frame_format=self.frame_format,
+        )
         note = f"{shown}\nThe game was over, so it has been reset."
         self.session.buffer([{"role": "user", "content": note}])
         return self._act(Action("RESET"), {})

@@ -133,6 +133,7 @@ def _play_one(
             environment,
             plan.limits(),
             carry_forward=plan.profile.runtime.strategy == "manual_rolling",
+            frame_format=plan.profile.agent.FRAME_FORMAT,
             progress=board,
             stop=stop,
         )

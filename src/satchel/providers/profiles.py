@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from satchel.providers.kit.spec import INLINE_COMPACTION
 from satchel.providers.registry import REGISTRY, SPECS
@@ -18,6 +18,9 @@ from satchel.turns import ConfigurationError, Pricing, ProviderAdapter, RetryPol
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 _PROFILE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 EXAMPLES = Path(__file__).parent / "profiles"
+# How frames are written for the model: rows as lists of numbers, or rows of hexadecimal digits.
+FrameFormat = Literal["grid", "compact"]
+FRAME_FORMATS: tuple[FrameFormat, ...] = ("grid", "compact")
 
 
 class ProfileError(ConfigurationError):
@@ -35,7 +38,15 @@ class AgentSection(_Section):
     MAX_RETRIES: int = Field(default=3, ge=0, le=19)  # retries after the first attempt
     MAX_ACTIONS_BASELINE_MULTIPLIER: float = Field(default=5.0, gt=0)
     MAX_ANIMATION_FRAMES: int = Field(default=7, ge=1, le=64)
+    FRAME_FORMAT: FrameFormat = "grid"
     include_carry_forward_instruction: bool | None = None  # automatic; checked when given
+
+    @field_validator("FRAME_FORMAT", mode="before")
+    @classmethod
+    def _known_frame_format(cls, value: object) -> object:
+        if value not in FRAME_FORMATS:
+            raise ValueError(f"expected {' or '.join(FRAME_FORMATS)}, got {value!r}")
+        return value
 
 
 class CompactionSection(_Section):
