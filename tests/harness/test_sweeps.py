@@ -240,6 +240,25 @@ def test_a_failing_pair_never_stops_the_others_and_stays_ended(tmp_path: Path) -
         assert (len(working.requests), len(failing.requests)) == seen
         assert "4 pair(s) that had ended are kept" in again.output
 
+    data = manifest(tmp_path)  # a failed pair is played again once marked pending by hand
+    failed = [pair for pair in data["pairs"] if pair["exit_reason"] == "API_ERROR"]
+    for pair in failed:
+        pair["status"] = "pending"
+    (tmp_path / "runs" / "sweep.json").write_text(json.dumps(data), encoding="utf-8")
+    with (
+        ScriptedModelServer(winning_script(GAMES)) as working,
+        ScriptedModelServer(winning_script(GAMES)) as mended,
+    ):
+        profiles(tmp_path, {"model-a": working.base_url, "model-b": mended.base_url})
+        last = in_process(tmp_path, GAMES, CONFIGS, "--resume")
+        assert last.exit_code == 0, last.output
+        assert (asked(working), asked(mended)) == ({game: 0 for game in GAMES}, WINS)
+    replayed = manifest(tmp_path)
+    assert set(endings(replayed).values()) == {"WIN"}
+    assert [pair["replaced"] for pair in replayed["pairs"][2:]] == [
+        [f"replaced/{pair['run_dir']}"] for pair in failed
+    ]
+
 
 def test_a_config_or_game_named_twice_is_refused(tmp_path: Path) -> None:
     profiles(tmp_path, {"model-a": "http://127.0.0.1:9/v1"})
