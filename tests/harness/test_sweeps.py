@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from harness.test_run import KEY_ENV, profile_file
 from harness.test_run_refusals import KEY, TOOLKIT_ENV

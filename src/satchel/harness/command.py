@@ -19,7 +19,7 @@ from rich.text import Text
 
 from satchel.harness.display import progress_table, summary_table
 from satchel.harness.environments import Arena, ArenaError
-from satchel.harness.runner import FAILED_EXITS, PlayedGame, RunPlan, failure_line, run_games
+from satchel.harness.runner import FAILED_EXITS, RunPlan, failure_line, run_games
 from satchel.harness.sweep import SweepRefused
 from satchel.providers import Profile, example_profiles, load_profiles
 
@@ -105,8 +105,6 @@ def run(
     kept = len(sweep.pairs) - len(sweep.to_play())
     arenas: dict[str, Arena] = {}
     stop = threading.Event()
-    played: list[PlayedGame] = []
-    closed = True
     try:
         for profile in profiles:
             arenas[profile.id] = arena_for(options, profile.id, env)
@@ -123,7 +121,7 @@ def run(
                 progress=lambda boards: live.update(progress_table(boards)),
             )
     finally:
-        closed = all([_closed(arena, errors) for arena in arenas.values()])
+        closed = all([_closed(opened, errors) for opened in arenas.values()])
     console.print()
     console.print(summary_table(played, console.width), crop=False)
     if kept:
