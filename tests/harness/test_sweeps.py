@@ -189,6 +189,9 @@ def test_ctrl_c_records_interrupted_and_resume_plays_it_again(tmp_path: Path) ->
         profiles(tmp_path, {"model-a": first["model-a"].base_url})
         with started(tmp_path, ["model-a"]) as process:
             wait_for(tmp_path, "running")
+            deadline = time.monotonic() + WAIT_S
+            while not first["model-a"].requests and time.monotonic() < deadline:
+                time.sleep(0.02)  # the first move is asked for: the signal comes while it is
             process.send_signal(signal.SIGINT)
             assert process.wait(timeout=WAIT_S) == 130
         assert asked(first["model-a"]) == {"lamp-0001": 1, "tapx-0001": 0}
