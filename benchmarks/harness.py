@@ -130,7 +130,7 @@ def harness_run(folder: Path) -> tuple[float, ModelClock, int, list[dict[str, An
         client = profile.client.model_copy(update={"base_url": server.base_url})
         profile = profile.model_copy(update={"client": client})
         plan = RunPlan(
-            profile=profile,
+            profiles=(profile,),
             games=(GAME,),
             runs_dir=folder,
             env={"OPEN_WEIGHT_API_KEY": "unused"},
@@ -138,7 +138,7 @@ def harness_run(folder: Path) -> tuple[float, ModelClock, int, list[dict[str, An
         arena = Arena(online=False)
         with ModelClock() as clock:
             began = time.perf_counter()
-            played = run_games(plan, arena)
+            played = run_games(plan, {profile.id: arena})
             seconds = time.perf_counter() - began
         bodies = server.requests
     result = played[0].result

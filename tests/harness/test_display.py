@@ -1,5 +1,5 @@
 """The live table and the results of a run, rendered for the same games: they agree on levels, and
-a run folder is shown whole on one line at any width."""
+a run folder is shown whole on one line at any width; rows name their config when several play."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.table import Table
 from harness.test_player import LAMP_LEVELS, act, play
 from satchel.harness.display import progress_table, summary_table
 from satchel.harness.environments import Arena
-from satchel.harness.play import GameResult, Limits
+from satchel.harness.play import GameResult, Limits, Progress
 from satchel.harness.runner import PlayedGame
 
 FOLDER = Path("runs/lamp-0001.qwen3-open-weight-continuous.20261201T184206Z.4ecd30")
@@ -74,3 +74,13 @@ def test_a_run_folder_is_never_wrapped_or_cut(width: int) -> None:
 def test_a_game_without_records_names_no_folder() -> None:
     result = GameResult("lamp-0001", "AGENT_ERROR", 0, 0, 0, 0, None, error="no key")
     assert cell(summary_table([PlayedGame(result, None)], 300), "records") == "-"
+
+
+def test_both_tables_name_the_config_only_when_several_play() -> None:
+    result = GameResult("lamp-0001", "WIN", 2, 2, 7, 7, 100.0)
+    for configs, shown in ((["model-a"], False), (["model-a", "model-b"], True)):
+        boards = [Progress("lamp-0001", config=config) for config in configs]
+        played = [PlayedGame(result, FOLDER, config) for config in configs]
+        for table in (progress_table(boards), summary_table(played, 300)):
+            text = "\n".join(rendered(table))
+            assert ("config" in text) is shown and ("model-b" in text) is shown, text

@@ -19,9 +19,11 @@ UNLESS_LISTING = "required unless --list-games or --list-configs"
 
 def run_games(
     config: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
-            "--config", metavar="PROFILE", help=f"The profile id to play with ({UNLESS_LISTING})."
+            "--config",
+            metavar="PROFILE",
+            help=f"A profile id to play with; repeat for several ({UNLESS_LISTING}).",
         ),
     ] = None,
     game: Annotated[
@@ -72,12 +74,19 @@ def run_games(
             help="Local games to play (default: satchel's own).",
         ),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Play only the pairs of the runs directory's sweep that have no ending yet.",
+        ),
+    ] = False,
     list_games: Annotated[bool, typer.Option("--list-games", help="List the local games.")] = False,
     list_configs: Annotated[
         bool, typer.Option("--list-configs", help="List the profiles.")
     ] = False,
 ) -> None:
-    """Play ARC-AGI-3 games with a model profile and write a run folder per game."""
+    """Play ARC-AGI-3 games with model profiles and write a run folder per config and game."""
     if list_games or not list_configs:
         require("harness", "run")
     missing = [
@@ -91,7 +100,7 @@ def run_games(
     from satchel.turns import ConfigurationError
 
     options = RunOptions(
-        config=config,
+        configs=tuple(config or ()),
         games=tuple(game or ()),
         profiles=tuple(profiles or ()),
         parallel=parallel,
@@ -101,6 +110,7 @@ def run_games(
         max_actions=max_actions,
         time_limit_s=time_limit,
         environments_dir=environments_dir,
+        resume=resume,
     )
     try:
         if list_games or list_configs:

@@ -1,4 +1,5 @@
-"""`satchel run`: find the profile and the games, play them with a live display, summarize."""
+"""`satchel run`: find the profiles and the games, play every pair with a live display and a
+sweep manifest, summarize."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from rich.text import Text
 from satchel.harness.display import progress_table, summary_table
 from satchel.harness.environments import Arena, ArenaError
 from satchel.harness.runner import FAILED_EXITS, RunPlan, failure_line, run_games
+from satchel.harness.sweep import SweepRefused
 from satchel.providers import Profile, example_profiles, load_profiles
 
 TAG = "satchel"
@@ -33,7 +35,7 @@ class UsageProblem(ValueError):
 class RunOptions:
     """The options of `satchel run`, as given."""
 
-    config: str | None
+    configs: tuple[str, ...]
     games: tuple[str, ...]
     profiles: tuple[Path, ...] = ()
     parallel: int = 1
@@ -43,6 +45,7 @@ class RunOptions:
     max_actions: int | None = None
     time_limit_s: float | None = None
     environments_dir: Path | None = None
+    resume: bool = False
 
 
 def profiles_of(paths: Sequence[Path]) -> dict[str, Profile]:
@@ -72,20 +75,21 @@ def run(
     env: Mapping[str, str] | None = None,
     errors: Console | None = None,
 ) -> int:
-    """Play the games; the exit code is 1 when a game ended in API_ERROR or AGENT_ERROR or the
-    scorecard would not close, 130 when the run was interrupted. Each failed game's reason is
-    one line on `errors` (stderr by default).
+    """Play every config with every game (with `resume`, only the pairs of the runs directory's
+    sweep without an ending); the exit code is 1 when a pair of the sweep ended in API_ERROR or
+    AGENT_ERROR or a scorecard would not close, 130 when the run was interrupted. Each failed
+    game's reason is one line on `errors` (stderr by default).
 
-    Everything a run needs is checked before any game starts (`UsageProblem` or
-    `ConfigurationError`): the options, the profile and its key, the ARC key online, the local
-    games offline.
+    Everything a run needs is checked before any game starts and before anything is written
+    (`UsageProblem` or `ConfigurationError`): the options, the profiles and their keys, the
+    sweep manifest, the ARC key online, the local games offline.
     """
     env = os.environ if env is None else env
     errors = errors or Console(stderr=True)
-    profile = _profile(options)
     _check_options(options, env)
+    profiles = _profiles(options)
     plan = RunPlan(
-        profile=profile,
+        profiles=profiles,
         games=options.games,
         runs_dir=options.runs_dir,
         parallel=options.parallel,
@@ -94,31 +98,52 @@ def run(
         env=env,
     )
     plan.check()
-    arena = arena_for(options, profile.id, env)
-    if not arena.online:
-        _check_local_games(arena, options.games)
+    try:
+        sweep = plan.sweep(resume=options.resume)
+    except SweepRefused as exc:
+        raise UsageProblem(str(exc)) from None
+    kept = len(sweep.pairs) - len(sweep.to_play())
+    arenas: dict[str, Arena] = {}
     stop = threading.Event()
     try:
+        for profile in profiles:
+            arenas[profile.id] = arena_for(options, profile.id, env)
+        arena = arenas[profiles[0].id]
+        if not arena.online:
+            _check_local_games(arena, options.games)
+        sweep.open()
         with _interrupts(stop, console), Live(console=console, transient=False) as live:
             played = run_games(
-                plan, arena, stop=stop, progress=lambda boards: live.update(progress_table(boards))
+                plan,
+                arenas,
+                sweep=sweep,
+                stop=stop,
+                progress=lambda boards: live.update(progress_table(boards)),
             )
     finally:
-        closed = _closed(arena, errors)
+        closed = all([_closed(opened, errors) for opened in arenas.values()])
     console.print()
     console.print(summary_table(played, console.width), crop=False)
+    if kept:
+        console.print(f"{kept} pair(s) that had ended are kept, as {sweep.path} lists them")
     for game in played:
         if game.result.exit_reason in FAILED_EXITS:
             errors.print(Text(failure_line(game.result), style="red"), soft_wrap=True)
     if stop.is_set():
         return INTERRUPTED
-    failed = any(game.result.exit_reason in FAILED_EXITS for game in played)
+    failed = any(reason in FAILED_EXITS for reason in sweep.exits())
     return 1 if failed or not closed else 0
 
 
 def _check_options(options: RunOptions, env: Mapping[str, str]) -> None:
+    if not options.configs:
+        raise UsageProblem("name a profile with --config (see --list-configs)")
     if not options.games:
         raise UsageProblem("name at least one game with --game (see --list-games)")
+    for flag, values in (("--config", options.configs), ("--game", options.games)):
+        twice = next((value for value in values if values.count(value) > 1), None)
+        if twice is not None:
+            raise UsageProblem(f"{flag} {twice!r} is given twice; name each once")
     if options.parallel < 1:
         raise UsageProblem(f"--parallel must be at least 1 (got {options.parallel})")
     if options.max_actions is not None and options.max_actions < 1:
@@ -140,7 +165,6 @@ def _check_local_games(arena: Arena, games: Sequence[str]) -> None:
     for game_id in games:
         if game_id in known:
             continue
-        arena.close()
         close = difflib.get_close_matches(game_id, known, n=1)
         guess = f"did you mean {close[0]!r}? " if close else ""
         raise UsageProblem(
@@ -158,14 +182,14 @@ def _closed(arena: Arena, errors: Console) -> bool:
     return True
 
 
-def _profile(options: RunOptions) -> Profile:
-    if options.config is None:
-        raise UsageProblem("name a profile with --config (see --list-configs)")
+def _profiles(options: RunOptions) -> tuple[Profile, ...]:
+    """The profiles `--config` names, in the order given."""
     profiles = profiles_of(options.profiles)
-    if options.config not in profiles:
-        known = ", ".join(sorted(profiles))
-        raise UsageProblem(f"no profile {options.config!r} (known: {known})")
-    return profiles[options.config]
+    for config in options.configs:
+        if config not in profiles:
+            known = ", ".join(sorted(profiles))
+            raise UsageProblem(f"no profile {config!r} (known: {known})")
+    return tuple(profiles[config] for config in options.configs)
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from rich.table import Table
 from satchel.harness.play import Progress
 from satchel.harness.runner import PlayedGame
 
+PROGRESS_COLUMNS = ("game", "levels", "actions", "retries", "tokens", "cost", "status")
 RESULT_COLUMNS = ("game", "exit", "levels", "actions", "score", "records")
 # Narrower and narrower choices of the results' columns: the least important go first.
 _NARROWER = (
@@ -30,27 +31,40 @@ def levels_cell(levels_completed: int, win_levels: int) -> str:
 
 
 def progress_table(boards: Sequence[Progress]) -> Table:
-    """Per game: levels completed, actions of the level's budget, retries, tokens, cost, status."""
+    """Per game: levels completed, actions of the level's budget, retries, tokens, cost, status;
+    and its config when several play."""
     table = Table(title="satchel run", expand=False)
-    for column in ("game", "levels", "actions", "retries", "tokens", "cost", "status"):
+    columns = _with_config(PROGRESS_COLUMNS, [board.config for board in boards])
+    for column in columns:
         table.add_column(
             column,
-            justify="left" if column in ("game", "status") else "right",
-            no_wrap=column == "game",
+            justify="left" if column in ("game", "config", "status") else "right",
+            no_wrap=column in ("game", "config"),
             overflow="fold",
         )
     for board in boards:
-        cost = f"${board.cost:.4f}" if board.cost is not None else "-"
-        table.add_row(
-            board.game_id,
-            levels_cell(board.levels_completed, board.win_levels),
-            f"{board.actions} (budget {board.budget})" if board.budget else str(board.actions),
-            str(board.retries),
-            f"{board.tokens:,}",
-            cost,
-            board.status,
-        )
+        cells = {
+            "game": board.game_id,
+            "config": board.config,
+            "levels": levels_cell(board.levels_completed, board.win_levels),
+            "actions": f"{board.actions} (budget {board.budget})"
+            if board.budget
+            else str(board.actions),
+            "retries": str(board.retries),
+            "tokens": f"{board.tokens:,}",
+            "cost": f"${board.cost:.4f}" if board.cost is not None else "-",
+            "status": board.status,
+        }
+        table.add_row(*(cells[column] for column in columns))
     return table
+
+
+def _with_config(columns: Sequence[str], configs: Sequence[str]) -> tuple[str, ...]:
+    """`columns` with `config` after `game` when more than one config plays."""
+    if len(set(configs)) < 2 or "game" not in columns:
+        return tuple(columns)
+    at = columns.index("game") + 1
+    return (*columns[:at], "config", *columns[at:])
 
 
 def summary_table(played: Sequence[PlayedGame], width: int) -> Table:
@@ -59,10 +73,13 @@ def summary_table(played: Sequence[PlayedGame], width: int) -> Table:
 
     A run folder is a value to copy, so it is never wrapped or cut: at a narrow width the least
     important columns are dropped, and the borders where that is enough; a folder wider than
-    `width` alone keeps the table wider (print it with `crop=False`).
+    `width` alone keeps the table wider (print it with `crop=False`). With several configs each
+    row names its config too.
     """
+    configs = [game.config for game in played]
     table = _results(played, RESULT_COLUMNS, boxed=True)
-    for columns in _NARROWER:
+    for narrower in _NARROWER:
+        columns = _with_config(narrower, configs)
         for boxed in (True, False):
             table = _results(played, columns, boxed=boxed)
             needed = Measurement.get(_MEASURING, _MEASURING.options, table).maximum
@@ -82,6 +99,7 @@ def _results(played: Sequence[PlayedGame], columns: Sequence[str], *, boxed: boo
         result = game.result
         cells = {
             "game": result.game_id,
+            "config": game.config,
             "exit": result.exit_reason,
             "levels": levels_cell(result.levels_completed, result.win_levels),
             "actions": str(result.actions),

@@ -64,9 +64,11 @@ class Limits:
 
 @dataclass(slots=True)
 class Progress:
-    """What a game is doing now, for the progress display (written by the game's thread)."""
+    """What a game is doing now, for the progress display (written by the game's thread);
+    `config` is the id of the profile playing it."""
 
     game_id: str
+    config: str = ""
     levels_completed: int = 0
     win_levels: int = 0
     actions: int = 0

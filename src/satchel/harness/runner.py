@@ -1,5 +1,5 @@
-"""A run: several games at once, each its own session and run folder; one failing game never
-stops the others, and every game's records are written however it ends."""
+"""A run: every config x game pair, several at once, each its own session and run folder; one
+failing pair never stops the others, and every game's records are written however it ends."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 from satchel.harness.environments import Arena, ArenaError
 from satchel.harness.factory import build_session
 from satchel.harness.play import GameResult, Limits, Player, Progress
+from satchel.harness.sweep import Pair, Sweep
 from satchel.providers import Profile
 from satchel.turns import ConfigurationError
 
@@ -25,9 +26,9 @@ FAILED_EXITS = frozenset({"API_ERROR", "AGENT_ERROR"})
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """What to play, how, and where the records go."""
+    """What to play (every profile with every game), how, and where the records go."""
 
-    profile: Profile
+    profiles: tuple[Profile, ...]
     games: tuple[str, ...]
     runs_dir: Path
     parallel: int = 1
@@ -36,8 +37,8 @@ class RunPlan:
     env: Mapping[str, str] = field(default_factory=dict)
     http_client: Any = None  # an httpx.Client for the SDK (tests)
 
-    def limits(self) -> Limits:
-        agent = self.profile.agent
+    def limits(self, profile: Profile) -> Limits:
+        agent = profile.agent
         return Limits(
             multiplier=agent.MAX_ACTIONS_BASELINE_MULTIPLIER,
             animation_frames=agent.MAX_ANIMATION_FRAMES,
@@ -46,18 +47,25 @@ class RunPlan:
         )
 
     def check(self) -> None:
-        """`ConfigurationError` when the profile cannot make a session here (a key variable
+        """`ConfigurationError` when a profile cannot make a session here (a key variable
         that is not set, a compaction the adapter cannot do), before any game starts."""
-        build_session(self.profile, http_client=self.http_client, env=self.env)
+        for profile in self.profiles:
+            build_session(profile, http_client=self.http_client, env=self.env)
+
+    def sweep(self, *, resume: bool) -> Sweep:
+        """The sweep manifest of `runs_dir` for these profiles and games (`Sweep.for_command`)."""
+        configs = [profile.id for profile in self.profiles]
+        return Sweep.for_command(self.runs_dir, configs, self.games, resume=resume)
 
 
 @dataclass(frozen=True, slots=True)
 class PlayedGame:
-    """One game's result and the folder its records are in (None when none was written: the
-    profile could not make a session)."""
+    """One game's result, its profile's id, and the folder its records are in (None when none
+    was written: the profile could not make a session)."""
 
     result: GameResult
     run_dir: Path | None
+    config: str = ""
 
 
 def failure_line(result: GameResult) -> str:
@@ -73,18 +81,27 @@ def run_dir_name(game_id: str, profile_id: str, started: datetime) -> str:
 
 def run_games(
     plan: RunPlan,
-    arena: Arena,
+    arenas: Mapping[str, Arena],
     *,
+    sweep: Sweep | None = None,
     stop: threading.Event | None = None,
     progress: Watcher | None = None,
 ) -> list[PlayedGame]:
-    """Play every game of `plan` in `arena`, `plan.parallel` at a time, in the order given.
+    """Play every profile of `plan` with every game (only the pairs of `sweep` without an
+    ending, recording their progress there, when given), `plan.parallel` at a time, in order,
+    each in its profile's arena (`arenas`, by profile id).
 
     `progress` is called with every game's progress about twice a second until the run ends;
-    `stop` interrupts every game after its current action. The arena is not closed here.
+    `stop` interrupts every game after its current action, and a pair not started by then is
+    left pending (it is not in the list). The arenas are not closed here.
     """
     stop = stop or threading.Event()
-    boards = [Progress(game_id) for game_id in plan.games]
+    profiles = {profile.id: profile for profile in plan.profiles}
+    if sweep is not None:
+        pairs = sweep.to_play()
+    else:
+        pairs = [Pair(profile.id, game) for profile in plan.profiles for game in plan.games]
+    boards = [Progress(pair.game, config=pair.config) for pair in pairs]
     done = threading.Event()
     watcher = None
     if progress is not None:
@@ -95,10 +112,16 @@ def run_games(
     try:
         with ThreadPoolExecutor(max(1, plan.parallel), thread_name_prefix="satchel-game") as pool:
             futures = [
-                pool.submit(_play_one, plan, arena, game_id, board, stop)
-                for game_id, board in zip(plan.games, boards, strict=True)
+                pool.submit(
+                    _play_one,
+                    plan,
+                    Playing(profiles[pair.config], arenas[pair.config], pair, board, sweep),
+                    stop,
+                )
+                for pair, board in zip(pairs, boards, strict=True)
             ]
-            return [future.result() for future in futures]
+            played = [future.result() for future in futures]
+            return [game for game in played if game is not None]
     finally:
         done.set()
         if watcher is not None and progress is not None:
@@ -109,50 +132,69 @@ def run_games(
 Watcher = Callable[[Sequence[Progress]], None]
 
 
+@dataclass(frozen=True, slots=True)
+class Playing:
+    """One pair to play: its profile, its arena, its progress board and the sweep it is in."""
+
+    profile: Profile
+    arena: Arena
+    pair: Pair
+    board: Progress
+    sweep: Sweep | None
+
+
 def _watch(boards: Sequence[Progress], progress: Watcher, done: threading.Event) -> None:
     while not done.wait(0.5):
         progress(boards)
 
 
-def _play_one(
-    plan: RunPlan, arena: Arena, game_id: str, board: Progress, stop: threading.Event
-) -> PlayedGame:
+def _play_one(plan: RunPlan, playing: Playing, stop: threading.Event) -> PlayedGame | None:
+    profile, pair, board, sweep = playing.profile, playing.pair, playing.board, playing.sweep
+    if stop.is_set():
+        board.status = "pending"
+        return None
     started = datetime.now(UTC)
-    run_dir = plan.runs_dir / run_dir_name(game_id, plan.profile.id, started)
+    run_dir = plan.runs_dir / run_dir_name(pair.game, profile.id, started)
+    if sweep is not None:
+        sweep.started(pair, run_dir)
     try:
         session = build_session(
-            plan.profile, run_dir=run_dir, http_client=plan.http_client, env=plan.env
+            profile, run_dir=run_dir, http_client=plan.http_client, env=plan.env
         )
     except ConfigurationError as exc:
         board.status = "AGENT_ERROR"
-        return PlayedGame(_unplayed(game_id, "AGENT_ERROR", str(exc)), None)
+        if sweep is not None:
+            sweep.ended(pair, "AGENT_ERROR", written=False)
+        return PlayedGame(_unplayed(pair.game, "AGENT_ERROR", str(exc)), None, profile.id)
     try:
-        environment = arena.open(game_id)
+        environment = playing.arena.open(pair.game)
         player = Player(
             session,
             environment,
-            plan.limits(),
-            carry_forward=plan.profile.runtime.strategy == "manual_rolling",
-            frame_format=plan.profile.agent.FRAME_FORMAT,
+            plan.limits(profile),
+            carry_forward=profile.runtime.strategy == "manual_rolling",
+            frame_format=profile.agent.FRAME_FORMAT,
             progress=board,
             stop=stop,
         )
         result = player.play()
     except ArenaError as exc:
-        result = _unplayed(game_id, "API_ERROR", str(exc))
+        result = _unplayed(pair.game, "API_ERROR", str(exc))
     except Exception as exc:  # one game's defect must not end the others
-        log.exception("game %s failed", game_id)
-        result = _unplayed(game_id, "AGENT_ERROR", f"{type(exc).__name__}: {exc}")
+        log.exception("game %s failed", pair.game)
+        result = _unplayed(pair.game, "AGENT_ERROR", f"{type(exc).__name__}: {exc}")
     board.status = result.exit_reason
     session.finish(
         result.exit_reason,
         run_id=run_dir.name,
         started_at=started,
-        game=game_id,
-        config_id=plan.profile.id,
+        game=pair.game,
+        config_id=profile.id,
         details=result.to_dict(),
     )
-    return PlayedGame(result, run_dir)
+    if sweep is not None:
+        sweep.ended(pair, result.exit_reason)
+    return PlayedGame(result, run_dir, profile.id)
 
 
 def _unplayed(game_id: str, reason: str, error: str) -> GameResult:
