@@ -13,10 +13,16 @@ import json
 from typing import Any
 
 import pytest
-from provider_kit import OPEN, ROLLING, adapter, profile, run_once, user
+from provider_kit import OPEN, ROLLING, action, adapter, profile, run_once, sent, session, user
 
-from chatwire import ChatServer, Raw
-from satchel.turns import AttemptError, ContextOverflowError, FatalAttemptError, TransientError
+from chatwire import Answer, ChatServer, Raw
+from satchel.turns import (
+    AttemptError,
+    ContextOverflowError,
+    FatalAttemptError,
+    TransientError,
+    TurnFailed,
+)
 
 STREAM = pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 LLAMA_CPP_OVERFLOW = {
@@ -232,3 +238,39 @@ def test_a_busy_or_loading_server_is_retried_with_its_words_kept(
 def test_other_refusals_of_these_servers_stay_fatal(body: dict[str, Any]) -> None:
     caught = failing(400, body, stream=False)
     assert type(caught) is FatalAttemptError
+
+
+def test_a_rolling_window_is_trimmed_to_the_servers_count_after_an_overflow() -> None:
+    server = ChatServer(Answer("ACTION1"), Answer("ACTION2"))
+    rolling = session(profile(ROLLING), server)
+    rolling.turn([user("frame 1")], action)
+    rolling.turn([user("frame 2")], action)
+    server.push(Raw(400, LLAMA_CPP_OVERFLOW), Answer("ACTION3"))
+
+    turn = rolling.turn([user("frame 3")], action)
+
+    assert turn.action == "ACTION3"
+    assert [failure.kind for failure in turn.failures] == ["context_overflow"]
+    refused, retried = sent(server, -2), sent(server, -1)
+    assert [m["content"] for m in refused if m["role"] == "user"] == [
+        "frame 1",
+        "frame 2",
+        "frame 3",
+    ]
+    assert [m["content"] for m in retried] == ["frame 3"]
+    # The calibrated estimate holds the window until the model's context is near, then trims.
+    server.push(Answer("ACTION4"), Answer("ACTION5"))
+    rolling.turn([user("frame 4")], action)
+    assert [m["content"] for m in sent(server)] == ["frame 3", "ACTION3", "frame 4"]
+    rolling.turn([user("frame 5")], action)
+    assert [m["content"] for m in sent(server)] == ["frame 5"]
+
+
+@pytest.mark.parametrize("profile_id", [OPEN, ROLLING], ids=["open", "rolling"])
+def test_an_overflow_with_nothing_to_drop_fails_the_turn_at_once(profile_id: str) -> None:
+    server = ChatServer(Raw(400, LLAMA_CPP_OVERFLOW))
+    with pytest.raises(TurnFailed) as caught:
+        session(profile(profile_id), server).turn([user("frame 1")], action)
+    assert isinstance(caught.value.last_error, ContextOverflowError)
+    assert caught.value.attempts == 1
+    assert len(server.requests) == 1
