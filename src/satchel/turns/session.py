@@ -358,8 +358,10 @@ class Session:
         an adapter that trims its own window and has done so."""
         if not self._state.accepted_turns or self.compactor is not None:
             return bool(self._state.accepted_turns)
-        adapter = self.adapter
-        return isinstance(adapter, OverflowTrimmingAdapter) and adapter.trim_after_overflow(overflow)
+        trimming = self.adapter
+        if not isinstance(trimming, OverflowTrimmingAdapter):
+            return False
+        return trimming.trim_after_overflow(overflow)
 
     def _compact(self, turn: _Turn, trigger: str) -> None:
         assert self.compactor is not None
