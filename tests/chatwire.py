@@ -62,7 +62,15 @@ class Failure:
     request_id: str = "req_failure"
 
 
-Reply = Answer | Failure
+@dataclass
+class Raw:
+    """An HTTP error answer with a server's own body, exactly as given."""
+
+    status: int
+    body: Any
+
+
+Reply = Answer | Failure | Raw
 
 
 class ChatServer:
@@ -86,6 +94,8 @@ class ChatServer:
         if not self.script:
             raise AssertionError("the scripted server has no reply left")
         reply = self.script.popleft()
+        if isinstance(reply, Raw):
+            return httpx.Response(reply.status, json=reply.body)
         if isinstance(reply, Failure):
             error = {"message": reply.message, "type": reply.type, "code": reply.code}
             return httpx.Response(

@@ -186,6 +186,9 @@ class Player:
             try:
                 accepted = self.session.turn(new, _parser(available))
             except TurnFailed as failed:
+                if isinstance(failed.last_error, ContextOverflowError):
+                    alone = not self.session.state.accepted_turns
+                    return self._ended("API_ERROR", overflow_reason(failed.last_error, alone))
                 reason = (
                     "API_ERROR" if isinstance(failed.last_error, _API_FAILURES) else "AGENT_ERROR"
                 )
@@ -279,6 +282,20 @@ class Player:
             level_actions=tuple(self.level_actions[: max(win_levels, 1)]),
             error=error,
         )
+
+
+def overflow_reason(error: ContextOverflowError, alone: bool) -> str:
+    """Why a game ended on a context overflow no compaction or trim could cure, on one line,
+    with the sizes the server stated; `alone`: the request carried no earlier turn."""
+    what = "the frame alone" if alone else "the frame and what is kept of the game"
+    if error.prompt_tokens and error.context_tokens:
+        sizes = (
+            f"{what} needs {error.prompt_tokens} tokens; the model's context is "
+            f"{error.context_tokens}"
+        )
+    else:
+        sizes = f"{what} does not fit the model's context ({error})"
+    return f"{sizes}: use a compact frame format or a larger context"
 
 
 def _parser(available: Sequence[str]) -> Callable[[ModelResponse], Action]:

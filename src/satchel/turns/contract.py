@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from satchel.turns.errors import ContextOverflowError
 from satchel.turns.messages import NeutralMessage
 from satchel.turns.state import RuntimeState, TurnBoundary
 from satchel.turns.usage import Usage
@@ -189,6 +190,17 @@ class SummaryCompactionAdapter(ProviderAdapter, Protocol):
         self, state: RuntimeState, bridge: str, tail: Sequence[UnwoundTurn]
     ) -> RuntimeState:
         """A fresh state: the bridge message, then `tail`'s exact items, then `state`'s pending."""
+        ...
+
+
+@runtime_checkable
+class OverflowTrimmingAdapter(ProviderAdapter, Protocol):
+    """The optional capability of an adapter that trims its own window: after a context
+    overflow, send less on the next attempt (the session asks once per turn)."""
+
+    def trim_after_overflow(self, error: ContextOverflowError) -> bool:
+        """Shrink what the next attempt sends, guided by the sizes `error` states; False when
+        it cannot (the turn then fails)."""
         ...
 
 

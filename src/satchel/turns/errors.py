@@ -44,9 +44,26 @@ class TransientError(AttemptError):
 
 
 class ContextOverflowError(AttemptError):
-    """The request exceeded the model's context: compact once, never repeat as is."""
+    """The request exceeded the model's context: compact once, never repeat as is.
+
+    `prompt_tokens` and `context_tokens`: the request's size and the model's context as the
+    server counted them, when its answer states them.
+    """
 
     retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        usage: Usage | None = None,
+        diagnostics: Diagnostics | None = None,
+        prompt_tokens: int | None = None,
+        context_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, usage=usage, diagnostics=diagnostics)
+        self.prompt_tokens = prompt_tokens
+        self.context_tokens = context_tokens
 
 
 class RefusalError(AttemptError):

@@ -15,6 +15,7 @@ from satchel.turns.contract import (
     ModelResponse,
     ModelTurnRequest,
     ModelTurnResult,
+    OverflowTrimmingAdapter,
     ProviderAdapter,
 )
 from satchel.turns.errors import (
@@ -229,10 +230,12 @@ class Session:
                 self._spend(exc.usage)
                 self._fail(turn, _kind(exc), exc)
                 if isinstance(exc, ContextOverflowError):
-                    if self.compactor is None or turn.overflow_recovered:
+                    if turn.overflow_recovered or not self._recovers(exc):
                         raise self._failed(turn, "context overflow", exc, str(exc)) from exc
                     turn.overflow_recovered = True
                     turn.counted -= 1
+                    if self.compactor is None:
+                        continue  # the adapter has trimmed its window
                     if native:
                         turn.compact, trigger = True, "overflow"
                     else:
@@ -349,6 +352,16 @@ class Session:
                 "usage": result.compaction.usage.to_dict(),
             }
             self.records.write_compaction(self._compactions, record)
+
+    def _recovers(self, overflow: ContextOverflowError) -> bool:
+        """Whether the next attempt can send less: accepted turns to drop, and a compactor, or
+        an adapter that trims its own window and has done so."""
+        if not self._state.accepted_turns or self.compactor is not None:
+            return bool(self._state.accepted_turns)
+        trimming = self.adapter
+        if not isinstance(trimming, OverflowTrimmingAdapter):
+            return False
+        return trimming.trim_after_overflow(overflow)
 
     def _compact(self, turn: _Turn, trigger: str) -> None:
         assert self.compactor is not None

@@ -130,13 +130,15 @@ def trim_window(
     inputs: Sequence[NeutralMessage],
     limit_tokens: int,
     target_tokens: int,
+    scale: float = 1.0,
 ) -> History:
     """Hold the window unless the request passes `limit_tokens`; then leave out the fewest
-    oldest complete turns that bring it to `target_tokens` (never the preamble or the inputs)."""
+    oldest complete turns that bring it to `target_tokens` (never the preamble or the inputs).
+    Each message's estimate is multiplied by `scale` (a tokenizer the estimate undercounts)."""
     messages: list[ChatMessage] = state.payload["messages"]
     turns = state.accepted_turns
-    sizes = [message_tokens(m) for m in messages]
-    fixed = sum(message_tokens(m) for m in (*state.payload["preamble"], *inputs))
+    sizes = [math.ceil(message_tokens(m) * scale) for m in messages]
+    fixed = math.ceil(sum(message_tokens(m) for m in (*state.payload["preamble"], *inputs)) * scale)
     total = fixed + sum(sizes)
     if total <= limit_tokens or not turns:
         return History(messages, turns)

@@ -25,11 +25,45 @@ from satchel.turns import (
 )
 from satchel.turns.redaction import REDACTED
 
-OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
+# Error codes or types that name an overflow: OpenAI's, and llama.cpp server's
+# `exceed_context_size_error` (HTTP 400, with `n_prompt_tokens` and `n_ctx` beside the message).
+OVERFLOW_CODES = frozenset(
+    {"context_length_exceeded", "string_above_max_length", "exceed_context_size_error"}
+)
+# The words of an overflow. Beside OpenAI's: llama.cpp's "request (N tokens) exceeds the
+# available context size (M tokens)" (older builds without the counts); vLLM's "maximum context
+# length is M tokens" and, from its V1 engine, "The decoder prompt (length N) is longer than the
+# maximum model length of M"; SGLang's "The input (N tokens) is longer than the model's context
+# length (M tokens)"; Ollama's "prompt too long; exceeded max context length by K tokens" and
+# "the input length exceeds the context length" (when it refuses rather than truncates).
 _OVERFLOW_TEXT = re.compile(
     r"context length|context window|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length|exceeds the model",
+    r"|input is too long|reduce the length|exceeds the model|available context size"
+    r"|maximum model length",
     re.IGNORECASE,
+)
+# Where each server's words state the request's size and the model's context, first match wins.
+_PROMPT_SIZE = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"request \((\d+) tokens\)",  # llama.cpp
+        r"input \((\d+) tokens\)",  # SGLang
+        r"prompt \(length (\d+)\)",  # vLLM V1
+        r"request has (\d+) (?:input|prompt) tokens",  # vLLM
+        r"at least (\d+) input tokens",  # vLLM
+        r"\((\d+) in the messages",  # vLLM, older
+        r"(\d+) tokens from the input messages",  # SGLang
+        r"messages resulted in (\d+) tokens",  # OpenAI
+    )
+)
+_CONTEXT_SIZE = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"context size \((\d+) tokens\)",  # llama.cpp
+        r"context length \((\d+) tokens\)",  # SGLang
+        r"maximum model length of (\d+)",  # vLLM V1
+        r"maximum context length (?:is|of) (\d+)",  # vLLM, SGLang, OpenAI
+    )
 )
 # A message naming the output limit (max_tokens, completion or output tokens) is about the
 # requested output, which compaction cannot shrink, so it is fatal; unless it also counts the
@@ -65,10 +99,17 @@ def classify_openai_status(exc: openai.APIStatusError, *, secret: str = "") -> A
     code = exc.code if isinstance(exc.code, str) else None
     diagnostics = Diagnostics.build(type(exc).__name__, error_type or code, status, exc.request_id)
     body = exc.body if isinstance(exc.body, dict) else {}
-    said = provider_words(status, code or error_type, body.get("message"), secret)
-    if code in OVERFLOW_CODES or (status in (400, 413, 422) and overflows(str(exc.message or ""))):
+    # A server's own error shape may be a bare string (`{"error": "server busy ..."}`).
+    message = body.get("message") if body else exc.body
+    said = provider_words(status, code or error_type, message, secret)
+    named = code in OVERFLOW_CODES or error_type in OVERFLOW_CODES
+    if named or (status in (400, 413, 422) and overflows(str(exc.message or ""))):
+        prompt_tokens, context_tokens = overflow_sizes(body, str(message or exc.message or ""))
         return ContextOverflowError(
-            f"the request exceeds the model's context ({said})", diagnostics=diagnostics
+            f"the request exceeds the model's context ({said})",
+            diagnostics=diagnostics,
+            prompt_tokens=prompt_tokens,
+            context_tokens=context_tokens,
         )
     if status in (408, 409, 429) or status >= 500:
         return TransientError(f"the provider answered {said}", diagnostics=diagnostics)
@@ -99,6 +140,28 @@ def overflows(message: str) -> bool:
     if _OUTPUT_LIMIT.search(message) and not _INPUT_TOKENS.search(message):
         return False
     return _OVERFLOW_TEXT.search(message) is not None
+
+
+def overflow_sizes(body: dict[str, object], message: str) -> tuple[int | None, int | None]:
+    """The request's size and the model's context in tokens, as an overflow answer states them:
+    llama.cpp's `n_prompt_tokens` and `n_ctx`, or else the numbers in the message (None for
+    what it does not say)."""
+    return (
+        _count(body.get("n_prompt_tokens")) or _first_number(_PROMPT_SIZE, message),
+        _count(body.get("n_ctx")) or _first_number(_CONTEXT_SIZE, message),
+    )
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], message: str) -> int | None:
+    for pattern in patterns:
+        found = pattern.search(message)
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def unreachable(exc: Exception) -> TransientError:
