@@ -145,6 +145,23 @@ def database_server(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def external_empty_db(external_admin_url: str, teardowns: Teardowns) -> Iterator[str]:
+    """The superuser's URL to a new, empty database on the external server (no migrations)."""
+    name = f"satchel_empty_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(external_admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+
+    def drop() -> None:
+        with psycopg.connect(external_admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    try:
+        yield with_database(external_admin_url, name)
+    finally:
+        teardowns.later(drop)
+
+
+@pytest.fixture
 def db_url(
     database_server: str, request: pytest.FixtureRequest, teardowns: Teardowns
 ) -> Iterator[str]:

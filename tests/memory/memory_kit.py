@@ -6,14 +6,17 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
+import numpy as np
 import uvicorn
 from psycopg import conninfo
 
 from satchel.memory.api.app import create_app
 from satchel.memory.config import MemorySettings
+from satchel.memory.passages.embedder import DIMENSIONS, Vectors
 from satchel.memory.service.tokens import create_token
 
 
@@ -68,3 +71,16 @@ def post_with_backoff(client: httpx.Client, body: dict[str, Any]) -> httpx.Respo
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 0.25)
     raise AssertionError("still rate limited after 200 attempts")
+
+
+class Letters:
+    """A stand-in embedding model with a vector space of its own (letter counts)."""
+
+    identity = "test/letters"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        rows = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for char in text.lower():
+                rows[row, ord(char) % DIMENSIONS] += 1.0
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)

@@ -6,37 +6,21 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import httpx
 import memory_seed as seed
-import numpy as np
 import psycopg
-from memory_kit import LiveServer
+from memory_kit import Letters, LiveServer
 from memory_world import client, observe
 
 from satchel.memory.config import MemorySettings
 from satchel.memory.formation.worker import Worker
-from satchel.memory.passages.embedder import DIMENSIONS, Vectors
 
 ANN = "person-ann-retained"
 BOB = "person-bob-retained"
 OLD = "Oldmarker"  # in every old turn, and so in everything derived from them
 NEW = "Newmarker"
-
-
-class Letters:
-    """A stand-in embedding model (letter counts), so the worker writes real vectors."""
-
-    identity = "test/letters"
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        rows = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for char in text.lower():
-                rows[row, ord(char) % DIMENSIONS] += 1.0
-        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
 
 
 def worker_pass(url: str, settings: MemorySettings) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import httpx
 import psycopg
 import pytest
 from external_postgres import SUPERUSER
-from memory_kit import with_database
 from memory_process import Served, end_served, environment, postgres_of, satchel
 from psycopg import conninfo
 
@@ -32,18 +30,10 @@ def data_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def external_db(external_admin_url: str) -> Iterator[str]:
+def external_db(external_empty_db: str) -> str:
     """A fresh, migrated database on the external server."""
-    name = f"satchel_external_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(external_admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = with_database(external_admin_url, name)
-    migrate(url)
-    try:
-        yield url
-    finally:
-        with psycopg.connect(external_admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    migrate(external_empty_db)
+    return external_empty_db
 
 
 def test_the_external_server_takes_a_password_over_tcp_only(external_admin_url: str) -> None:

@@ -9,14 +9,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
-import numpy as np
 import psycopg
 import pytest
 import taisce
-from memory_kit import LiveServer
+from memory_kit import Letters, LiveServer
 
 from satchel.memory.passages.caches import CommonWords, SearchCaches
-from satchel.memory.passages.embedder import DIMENSIONS, EmbeddingSettings, Vectors, load_embedder
+from satchel.memory.passages.embedder import EmbeddingSettings, Vectors, load_embedder
 from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.search import question_terms, search_passages
 from satchel.memory.store.passage_scope import Scope
@@ -28,19 +27,6 @@ ANA = [
     "I have been learning to play the cello since January.",
 ]
 BEN = ["Ben here: my dog chewed the sofa again."]
-
-
-class Letters:
-    """A stand-in model with a vector space of its own (letter counts)."""
-
-    identity = "test/letters"
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        rows = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for char in text.lower():
-                rows[row, ord(char) % DIMENSIONS] += 1.0
-        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
 
 
 @pytest.fixture(scope="module")

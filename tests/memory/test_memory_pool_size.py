@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from external_postgres import SUPERUSER
-from memory_kit import free_port, with_database
+from memory_kit import free_port
 from memory_process import Served, embedded_postmaster, embedded_url, environment, satchel
 from memory_process import stop_embedded as stop_embedded_of
 
@@ -73,30 +72,22 @@ def test_serve_refuses_a_pool_the_server_cannot_fit_then_serves_the_size_it_name
 
 
 def test_on_an_external_server_serve_refuses_a_pool_too_large_then_serves_the_size_it_names(
-    external_admin_url: str, data_dir: Path
+    external_empty_db: str, data_dir: Path
 ) -> None:
-    name = f"satchel_pool_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(external_admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
+    env = {**environment(external_empty_db), "SATCHEL_POOL_SIZE": "1000"}
+    refused = satchel("serve", "--role", "api", "--data-dir", str(data_dir), env=env)
+    assert refused.returncode == 2, refused.stderr
+    line = refused.stderr.strip().splitlines()[-1]
+    assert line.startswith("1001 connections (a pool of 1000 (SATCHEL_POOL_SIZE), a listener)")
+    assert f"the database at {SUPERUSER}@127.0.0.1:" in line and "max_connections 200" in line
+    named = re.search(r"set SATCHEL_POOL_SIZE to at most (\d+)", line)
+    assert named is not None, line
+    fitting = {**env, "SATCHEL_POOL_SIZE": named.group(1)}
+    server = Served(data_dir, fitting, None, "--role", "api")
     try:
-        url = with_database(external_admin_url, name)
-        env = {**environment(url), "SATCHEL_POOL_SIZE": "1000"}
-        refused = satchel("serve", "--role", "api", "--data-dir", str(data_dir), env=env)
-        assert refused.returncode == 2, refused.stderr
-        line = refused.stderr.strip().splitlines()[-1]
-        assert line.startswith("1001 connections (a pool of 1000 (SATCHEL_POOL_SIZE), a listener)")
-        assert f"the database at {SUPERUSER}@127.0.0.1:" in line and "max_connections 200" in line
-        named = re.search(r"set SATCHEL_POOL_SIZE to at most (\d+)", line)
-        assert named is not None, line
-        fitting = {**env, "SATCHEL_POOL_SIZE": named.group(1)}
-        server = Served(data_dir, fitting, None, "--role", "api")
-        try:
-            server.wait_ready()
-        finally:
-            assert server.terminate() == 0
+        server.wait_ready()
     finally:
-        with psycopg.connect(external_admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        assert server.terminate() == 0
 
 
 def test_a_worker_refuses_to_start_on_a_server_with_no_free_slot(data_dir: Path) -> None:

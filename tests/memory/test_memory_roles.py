@@ -35,16 +35,9 @@ def data_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def admin_db(external_admin_url: str) -> Iterator[str]:
+def admin_db(external_empty_db: str) -> str:
     """The superuser's URL to a new, empty database on the external server."""
-    name = f"satchel_roles_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(external_admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        yield with_database(external_admin_url, name)
-    finally:
-        with psycopg.connect(external_admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    return external_empty_db
 
 
 def bootstrap(admin_url: str, *args: str, password: str | None = PASSWORD) -> tuple[int, str, str]:
