@@ -190,7 +190,7 @@ def _play_one(plan: RunPlan, playing: Playing, stop: threading.Event) -> PlayedG
         started_at=started,
         game=pair.game,
         config_id=profile.id,
-        details=result.to_dict(),
+        details={**result.to_dict(), "frame_format": profile.agent.FRAME_FORMAT},
     )
     if sweep is not None:
         sweep.ended(pair, result.exit_reason)
