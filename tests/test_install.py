@@ -93,7 +93,7 @@ def test_dev_installs_every_extra() -> None:
         for line in PROJECT["optional-dependencies"]["dev"]
         if Requirement(line).name == "satchel"
     ]
-    assert itself.extras == {"server", "harness", "integrations"}
+    assert itself.extras == {"server", "harness", "integrations", "model"}
     assert {"import-linter", "deptry"} <= names(PROJECT["optional-dependencies"]["dev"])
 
 
