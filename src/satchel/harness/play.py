@@ -124,7 +124,9 @@ def score(baselines: Sequence[int], level_actions: Sequence[int], win_levels: in
 
 
 class Player:
-    """Plays one game through one session until it ends; `stop` interrupts between actions."""
+    """Plays one game through one session until it ends; `stop` interrupts between actions.
+    `opening`: messages the first request carries after the instructions, before the first
+    frame (the memory message of `--memory`)."""
 
     def __init__(
         self,
@@ -134,6 +136,7 @@ class Player:
         *,
         carry_forward: bool,
         frame_format: FrameFormat = "grid",
+        opening: Sequence[NeutralMessage] = (),
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -143,6 +146,7 @@ class Player:
         self.limits = limits
         self.carry_forward = carry_forward
         self.frame_format = frame_format
+        self.opening = tuple(opening)
         self.progress = progress or Progress(environment.info.game_id)
         self.stop = stop or threading.Event()
         self.clock = clock
@@ -182,7 +186,7 @@ class Player:
             new: list[NeutralMessage] = [{"role": "user", "content": text}]
             if first:
                 prompt = system_prompt(self.carry_forward, self.frame_format)
-                new.insert(0, {"role": "system", "content": prompt})
+                new[:0] = [{"role": "system", "content": prompt}, *self.opening]
             try:
                 accepted = self.session.turn(new, _parser(available))
             except TurnFailed as failed:
