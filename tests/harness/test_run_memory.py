@@ -17,7 +17,8 @@ from harness.test_run import KEY_ENV, LAMP, act, meta, profile_file
 from satchel.cli import app
 from satchel.conformance.deployment import Deployment
 from satchel.harness.lessons import LESSON_PROMPT
-from satchel.harness.memory_games import TOKEN_ENV, subject_of
+from satchel.harness.memory_games import TOKEN_ENV, lesson_messages, subject_of
+from satchel.harness.play import GameResult
 from satchel.harness.script import winning_script
 from satchel.harness.scripted import ScriptedModelServer
 from satchel.memory.client import MemoryClient
@@ -26,6 +27,7 @@ from satchel.memory.message import MEMORY_MESSAGE_PREFIX
 GAMES = ("lamp-0001", "tapx-0001")
 HINT = "tap each yellow square once and never the black field"
 LESSON = f"Lesson for every game: {HINT}."
+ENDING = ("game_id", "exit_reason", "levels_completed", "win_levels", "actions", "steps")
 MISS = act("ACTION6", x=63, y=63)  # the black field: a miss, not yet a loss
 
 
@@ -132,9 +134,18 @@ def test_a_lesson_from_the_first_game_wins_the_second_in_fewer_actions(
         recall = client.recall(
             question="lessons for every game", data_subject_id=subject, source_roles=["assistant"]
         )
+        # An observe sent again (a retry) with the recorded key is the turn already stored.
+        lamp = remembered["lamp-0001"]
+        ended = GameResult(*(lamp[name] for name in ENDING), score=lamp["score"])
+        again = client.observe(
+            messages=lesson_messages(ended, LESSON),
+            idempotency_key=first["stored"]["idempotency_key"],
+            data_subject_id=subject,
+        )
     lessons = {passage["source_id"]: passage["quote"] for passage in recall["passages"]}
     receipts = {remembered[game]["memory"]["stored"]["receipt"]["id"] for game in GAMES}
     assert lessons == dict.fromkeys(receipts, LESSON)
+    assert again["id"] == first["stored"]["receipt"]["id"]
 
 
 def test_without_memory_the_requests_carry_nothing_of_it(tmp_path: Path) -> None:
@@ -192,3 +203,22 @@ def test_a_deployment_that_cannot_answer_never_ends_a_game(
 def tapx_actions(runs: dict[str, dict[str, Any]]) -> int:
     actions: int = runs["tapx-0001"]["actions"]
     return actions
+
+
+@pytest.mark.parametrize(
+    ("config", "adapter", "key"),
+    [
+        ("claude-opus-5-messages-native", "anthropic.messages.v1", "ANTHROPIC_API_KEY"),
+        ("gpt-5-mini-chat-rolling", "openai.chat_completions.v1", "OPENAI_API_KEY"),
+    ],
+)
+def test_memory_with_an_adapter_that_cannot_write_a_lesson_is_refused(
+    tmp_path: Path, config: str, adapter: str, key: str
+) -> None:
+    args = ["run", "--config", config, "--game", "lamp-0001", "--offline"]
+    args += ["--runs-dir", str(tmp_path / "runs"), "--memory", "http://127.0.0.1:9"]
+    result = CliRunner().invoke(app, args, env={key: "sk-canary", TOKEN_ENV: "tsk-canary"})
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert adapter in line and "--memory" in line and config in line
+    assert not (tmp_path / "runs").exists()
