@@ -78,6 +78,12 @@ class Progress:
     cost: float | None = None
     status: str = "starting"
 
+    def count(self, session: Session) -> None:
+        """Show what `session` has spent: tokens in and out, and the estimated cost."""
+        usage = session.total_usage
+        self.tokens = usage.input_tokens + usage.output_tokens
+        self.cost = session.pricing.estimate(usage) if session.pricing else None
+
 
 @dataclass(frozen=True, slots=True)
 class GameResult:
@@ -261,10 +267,7 @@ class Player:
         progress.win_levels = observation.win_levels
         progress.actions = self.actions
         progress.budget = self.limits.level_budget(self.baselines, level)
-        usage = self.session.total_usage
-        progress.tokens = usage.input_tokens + usage.output_tokens
-        prices = self.session.pricing
-        progress.cost = prices.estimate(usage) if prices else None
+        progress.count(self.session)
         progress.status = status
 
     def _ended(self, reason: str, error: str | None = None) -> GameResult:

@@ -213,6 +213,7 @@ def _play_one(plan: RunPlan, playing: Playing, stop: threading.Event) -> PlayedG
             memory.problems.append(f"{pair.game}: no lesson: {type(exc).__name__}: {exc}")
             memory.lost = True
         details["memory"] = memory.record
+        board.count(session)  # the lesson request included
     board.status = result.exit_reason
     session.finish(
         result.exit_reason,
