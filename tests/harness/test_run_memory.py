@@ -222,3 +222,26 @@ def test_memory_with_an_adapter_that_cannot_write_a_lesson_is_refused(
     (line,) = result.output.strip().splitlines()
     assert adapter in line and "--memory" in line and config in line
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_lesson_request_the_model_refuses_is_recorded_and_nothing_is_stored(
+    tmp_path: Path, deployment: Deployment
+) -> None:
+    refusing = script() | {LESSON_PROMPT[:40]: [{"status": 400, "error_message": "no lessons"}]}
+    folder = tmp_path / "refusing"
+    folder.mkdir()
+    with ScriptedModelServer(refusing) as server:
+        profiles(folder, server.base_url, "refusing-open-weight")
+        args = ["run", "--config", "refusing-open-weight", "--game", "lamp-0001", "--offline"]
+        args += ["--profiles", str(folder / "profiles.yaml"), "--runs-dir", str(folder / "runs")]
+        args += ["--memory", deployment.api]
+        env = {KEY_ENV: "sk-canary-key-0000", TOKEN_ENV: deployment.token}
+        result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output  # the game's result is the run's
+    run = run_metas(folder)["lamp-0001"]
+    assert run["exit_reason"] == "WIN"
+    assert run["memory"]["lesson"]["text"] is None and run["memory"]["stored"] is None
+    record = json.loads(next((folder / "runs").glob("lamp-0001.*/lesson.json")).read_text())
+    assert record["text"] is None and record["attempts"] == 1
+    assert record["failures"][0]["kind"] == "FatalAttemptError"
+    assert "lamp-0001: the model wrote no lesson" in result.output
