@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from satchel.memory.message import MEMORY_MESSAGE_PREFIX
 GAMES = ("lamp-0001", "tapx-0001")
 HINT = "tap each yellow square once and never the black field"
 LESSON = f"Lesson for every game: {HINT}."
-ENDING = ("game_id", "exit_reason", "levels_completed", "win_levels", "actions", "steps")
+ENDING = ("game_id", "exit_reason", "levels_completed", "win_levels", "actions", "steps", "score")
 MISS = act("ACTION6", x=63, y=63)  # the black field: a miss, not yet a loss
 
 
@@ -51,7 +52,7 @@ def profiles(folder: Path, url: str, config: str) -> Path:
     return path
 
 
-def run(folder: Path, config: str, *extra: str, env: dict[str, str | None]) -> Result:
+def run(folder: Path, config: str, *extra: str, env: Mapping[str, str | None]) -> Result:
     args = ["run", "--config", config, "--profiles", str(folder / "profiles.yaml"), "--offline"]
     args += [arg for game in GAMES for arg in ("--game", game)]
     args += ["--runs-dir", str(folder / "runs"), *extra]
@@ -67,7 +68,7 @@ def run_metas(folder: Path) -> dict[str, dict[str, Any]]:
 
 
 def played(
-    folder: Path, config: str, *extra: str, env: dict[str, str | None]
+    folder: Path, config: str, *extra: str, env: Mapping[str, str | None]
 ) -> tuple[Result, dict[str, dict[str, Any]], list[dict[str, Any]]]:
     folder.mkdir()
     with ScriptedModelServer(script()) as server:
@@ -136,7 +137,7 @@ def test_a_lesson_from_the_first_game_wins_the_second_in_fewer_actions(
         )
         # An observe sent again (a retry) with the recorded key is the turn already stored.
         lamp = remembered["lamp-0001"]
-        ended = GameResult(*(lamp[name] for name in ENDING), score=lamp["score"])
+        ended = GameResult(*(lamp[name] for name in ENDING))
         again = client.observe(
             messages=lesson_messages(ended, LESSON),
             idempotency_key=first["stored"]["idempotency_key"],
