@@ -81,6 +81,15 @@ def run_games(
             help="Play only the pairs of the runs directory's sweep that have no ending yet.",
         ),
     ] = False,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            metavar="URL",
+            help="A memory deployment: recall lessons when a game starts, store one when it "
+            "ends (token in SATCHEL_MEMORY_TOKEN).",
+        ),
+    ] = None,
     list_games: Annotated[bool, typer.Option("--list-games", help="List the local games.")] = False,
     list_configs: Annotated[
         bool, typer.Option("--list-configs", help="List the profiles.")
@@ -111,6 +120,7 @@ def run_games(
         time_limit_s=time_limit,
         environments_dir=environments_dir,
         resume=resume,
+        memory=memory,
     )
     try:
         if list_games or list_configs:

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from satchel.harness.display import progress_table, summary_table
 from satchel.harness.environments import Arena, ArenaError
+from satchel.harness.memory_games import TOKEN_ENV, MemoryTarget
 from satchel.harness.runner import FAILED_EXITS, RunPlan, failure_line, run_games
 from satchel.harness.sweep import SweepRefused
 from satchel.providers import Profile, example_profiles, load_profiles
@@ -46,6 +47,7 @@ class RunOptions:
     time_limit_s: float | None = None
     environments_dir: Path | None = None
     resume: bool = False
+    memory: str | None = None  # the memory deployment's URL (`--memory`)
 
 
 def profiles_of(paths: Sequence[Path]) -> dict[str, Profile]:
@@ -77,8 +79,9 @@ def run(
 ) -> int:
     """Play every config with every game (with `resume`, only the pairs of the runs directory's
     sweep without an ending); the exit code is 1 when a pair of the sweep ended in API_ERROR or
-    AGENT_ERROR or a scorecard would not close, 130 when the run was interrupted. Each failed
-    game's reason is one line on `errors` (stderr by default).
+    AGENT_ERROR, a game's lesson was not stored in memory (`memory`), or a scorecard would not
+    close, 130 when the run was interrupted. Each failed game's reason, and each memory problem,
+    is one line on `errors` (stderr by default).
 
     Everything a run needs is checked before any game starts and before anything is written
     (`UsageProblem` or `ConfigurationError`): the options, the profiles and their keys, the
@@ -96,6 +99,7 @@ def run(
         max_actions=options.max_actions,
         time_limit_s=options.time_limit_s,
         env=env,
+        memory=MemoryTarget(options.memory, env[TOKEN_ENV]) if options.memory else None,
     )
     plan.check()
     try:
@@ -129,10 +133,13 @@ def run(
     for game in played:
         if game.result.exit_reason in FAILED_EXITS:
             errors.print(Text(failure_line(game.result), style="red"), soft_wrap=True)
+        for problem in game.memory_problems:
+            errors.print(Text(problem, style="yellow"), soft_wrap=True)
     if stop.is_set():
         return INTERRUPTED
     failed = any(reason in FAILED_EXITS for reason in sweep.exits())
-    return 1 if failed or not closed else 0
+    lost = any(game.lesson_lost for game in played)
+    return 1 if failed or lost or not closed else 0
 
 
 def _check_options(options: RunOptions, env: Mapping[str, str]) -> None:
@@ -152,6 +159,17 @@ def _check_options(options: RunOptions, env: Mapping[str, str]) -> None:
         raise UsageProblem(
             f"--time-limit must be more than 0 seconds (got {options.time_limit_s:g})"
         )
+    if options.memory is not None:
+        if not options.memory.startswith(("http://", "https://")):
+            raise UsageProblem(
+                f"--memory must be the deployment's http:// or https:// address (got "
+                f"{options.memory!r})"
+            )
+        if not env.get(TOKEN_ENV, "").strip():
+            raise UsageProblem(
+                f"--memory needs the deployment's token in {TOKEN_ENV}; set it (satchel tokens "
+                "create makes one), or run without --memory"
+            )
     if options.offline is False and not env.get("ARC_API_KEY"):
         raise UsageProblem(
             "--online needs the ARC API key in ARC_API_KEY; set it, or play local games with "

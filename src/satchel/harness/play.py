@@ -78,6 +78,12 @@ class Progress:
     cost: float | None = None
     status: str = "starting"
 
+    def count(self, session: Session) -> None:
+        """Show what `session` has spent: tokens in and out, and the estimated cost."""
+        usage = session.total_usage
+        self.tokens = usage.input_tokens + usage.output_tokens
+        self.cost = session.pricing.estimate(usage) if session.pricing else None
+
 
 @dataclass(frozen=True, slots=True)
 class GameResult:
@@ -124,7 +130,9 @@ def score(baselines: Sequence[int], level_actions: Sequence[int], win_levels: in
 
 
 class Player:
-    """Plays one game through one session until it ends; `stop` interrupts between actions."""
+    """Plays one game through one session until it ends; `stop` interrupts between actions.
+    `opening`: messages the first request carries after the instructions, before the first
+    frame (the memory message of `--memory`)."""
 
     def __init__(
         self,
@@ -134,6 +142,7 @@ class Player:
         *,
         carry_forward: bool,
         frame_format: FrameFormat = "grid",
+        opening: Sequence[NeutralMessage] = (),
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -143,6 +152,7 @@ class Player:
         self.limits = limits
         self.carry_forward = carry_forward
         self.frame_format = frame_format
+        self.opening = tuple(opening)
         self.progress = progress or Progress(environment.info.game_id)
         self.stop = stop or threading.Event()
         self.clock = clock
@@ -182,7 +192,7 @@ class Player:
             new: list[NeutralMessage] = [{"role": "user", "content": text}]
             if first:
                 prompt = system_prompt(self.carry_forward, self.frame_format)
-                new.insert(0, {"role": "system", "content": prompt})
+                new[:0] = [{"role": "system", "content": prompt}, *self.opening]
             try:
                 accepted = self.session.turn(new, _parser(available))
             except TurnFailed as failed:
@@ -257,10 +267,7 @@ class Player:
         progress.win_levels = observation.win_levels
         progress.actions = self.actions
         progress.budget = self.limits.level_budget(self.baselines, level)
-        usage = self.session.total_usage
-        progress.tokens = usage.input_tokens + usage.output_tokens
-        prices = self.session.pricing
-        progress.cost = prices.estimate(usage) if prices else None
+        progress.count(self.session)
         progress.status = status
 
     def _ended(self, reason: str, error: str | None = None) -> GameResult:

@@ -15,8 +15,11 @@ from typing import Any
 
 from satchel.harness.environments import Arena, ArenaError
 from satchel.harness.factory import build_session
+from satchel.harness.lessons import check_lessons
+from satchel.harness.memory_games import GameMemory, MemoryTarget
 from satchel.harness.play import GameResult, Limits, Player, Progress
 from satchel.harness.sweep import Pair, Sweep
+from satchel.memory.client import MemoryClient
 from satchel.providers import Profile
 from satchel.turns import ConfigurationError
 
@@ -36,6 +39,7 @@ class RunPlan:
     time_limit_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     http_client: Any = None  # an httpx.Client for the SDK (tests)
+    memory: MemoryTarget | None = None
 
     def limits(self, profile: Profile) -> Limits:
         agent = profile.agent
@@ -48,9 +52,12 @@ class RunPlan:
 
     def check(self) -> None:
         """`ConfigurationError` when a profile cannot make a session here (a key variable
-        that is not set, a compaction the adapter cannot do), before any game starts."""
+        that is not set, a compaction the adapter cannot do, an adapter that cannot be asked for a
+        lesson with `memory`), before any game starts."""
         for profile in self.profiles:
-            build_session(profile, http_client=self.http_client, env=self.env)
+            session = build_session(profile, http_client=self.http_client, env=self.env)
+            if self.memory is not None:
+                check_lessons(session, profile.id)
 
     def sweep(self, *, resume: bool) -> Sweep:
         """The sweep manifest of `runs_dir` for these profiles and games (`Sweep.for_command`)."""
@@ -60,12 +67,15 @@ class RunPlan:
 
 @dataclass(frozen=True, slots=True)
 class PlayedGame:
-    """One game's result, its profile's id, and the folder its records are in (None when none
-    was written: the profile could not make a session)."""
+    """One game's result, its profile's id, the folder its records are in (None when none
+    was written: the profile could not make a session), and its memory's `problems` and `lost`
+    (see `GameMemory`)."""
 
     result: GameResult
     run_dir: Path | None
     config: str = ""
+    memory_problems: tuple[str, ...] = ()
+    lesson_lost: bool = False
 
 
 def failure_line(result: GameResult) -> str:
@@ -93,7 +103,8 @@ def run_games(
 
     `progress` is called with every game's progress about twice a second until the run ends;
     `stop` interrupts every game after its current action, and a pair not started by then is
-    left pending (it is not in the list). The arenas are not closed here.
+    left pending (it is not in the list). The arenas are not closed here. With `plan.memory`,
+    each game recalls before its first frame and stores its lesson after its end.
     """
     stop = stop or threading.Event()
     profiles = {profile.id: profile for profile in plan.profiles}
@@ -109,13 +120,14 @@ def run_games(
             target=_watch, args=(boards, progress, done), name="satchel-progress", daemon=True
         )
         watcher.start()
+    memory = plan.memory.client() if plan.memory is not None else None
     try:
         with ThreadPoolExecutor(max(1, plan.parallel), thread_name_prefix="satchel-game") as pool:
             futures = [
                 pool.submit(
                     _play_one,
                     plan,
-                    Playing(profiles[pair.config], arenas[pair.config], pair, board, sweep),
+                    Playing(profiles[pair.config], arenas[pair.config], pair, board, sweep, memory),
                     stop,
                 )
                 for pair, board in zip(pairs, boards, strict=True)
@@ -123,6 +135,8 @@ def run_games(
             played = [future.result() for future in futures]
             return [game for game in played if game is not None]
     finally:
+        if memory is not None:
+            memory.close()
         done.set()
         if watcher is not None and progress is not None:
             watcher.join()
@@ -134,13 +148,15 @@ Watcher = Callable[[Sequence[Progress]], None]
 
 @dataclass(frozen=True, slots=True)
 class Playing:
-    """One pair to play: its profile, its arena, its progress board and the sweep it is in."""
+    """One pair to play: its profile, its arena, its progress board, the sweep it is in and the
+    memory deployment's client (`--memory`)."""
 
     profile: Profile
     arena: Arena
     pair: Pair
     board: Progress
     sweep: Sweep | None
+    memory: MemoryClient | None = None
 
 
 def _watch(boards: Sequence[Progress], progress: Watcher, done: threading.Event) -> None:
@@ -166,14 +182,19 @@ def _play_one(plan: RunPlan, playing: Playing, stop: threading.Event) -> PlayedG
         if sweep is not None:
             sweep.ended(pair, "AGENT_ERROR", written=False)
         return PlayedGame(_unplayed(pair.game, "AGENT_ERROR", str(exc)), None, profile.id)
+    memory = None
+    if playing.memory is not None:
+        memory = GameMemory(playing.memory, profile.id, run_dir.name)
     try:
         environment = playing.arena.open(pair.game)
+        opening = memory.opening(environment.info) if memory is not None else ()
         player = Player(
             session,
             environment,
             plan.limits(profile),
             carry_forward=profile.runtime.strategy == "manual_rolling",
             frame_format=profile.agent.FRAME_FORMAT,
+            opening=opening,
             progress=board,
             stop=stop,
         )
@@ -183,6 +204,16 @@ def _play_one(plan: RunPlan, playing: Playing, stop: threading.Event) -> PlayedG
     except Exception as exc:  # one game's defect must not end the others
         log.exception("game %s failed", pair.game)
         result = _unplayed(pair.game, "AGENT_ERROR", f"{type(exc).__name__}: {exc}")
+    details = {**result.to_dict(), "frame_format": profile.agent.FRAME_FORMAT}
+    if memory is not None:
+        try:
+            memory.closing(session, result)
+        except Exception as exc:  # the game's result stands whatever its lesson meets
+            log.exception("the lesson of %s failed", pair.game)
+            memory.problems.append(f"{pair.game}: no lesson: {type(exc).__name__}: {exc}")
+            memory.lost = True
+        details["memory"] = memory.record
+        board.count(session)  # the lesson request included
     board.status = result.exit_reason
     session.finish(
         result.exit_reason,
@@ -190,11 +221,13 @@ def _play_one(plan: RunPlan, playing: Playing, stop: threading.Event) -> PlayedG
         started_at=started,
         game=pair.game,
         config_id=profile.id,
-        details={**result.to_dict(), "frame_format": profile.agent.FRAME_FORMAT},
+        details=details,
     )
     if sweep is not None:
         sweep.ended(pair, result.exit_reason)
-    return PlayedGame(result, run_dir, profile.id)
+    if memory is None:
+        return PlayedGame(result, run_dir, profile.id)
+    return PlayedGame(result, run_dir, profile.id, tuple(memory.problems), memory.lost)
 
 
 def _unplayed(game_id: str, reason: str, error: str) -> GameResult:

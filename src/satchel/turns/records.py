@@ -1,4 +1,5 @@
-"""The records of a run: `step_NNN.json`, `compaction_NNN.json` and `run_meta.json`."""
+"""The records of a run: `step_NNN.json`, `compaction_NNN.json`, `lesson.json` and
+`run_meta.json`."""
 
 from __future__ import annotations
 
@@ -91,6 +92,9 @@ class RecordsWriter:
 
     def write_compaction(self, number: int, record: dict[str, Any]) -> Path:
         return self._write(f"compaction_{number:03d}.json", record)
+
+    def write_lesson(self, record: dict[str, Any]) -> Path:
+        return self._write("lesson.json", record)
 
     def write_run_meta(self, record: dict[str, Any]) -> Path:
         return self._write("run_meta.json", record)

@@ -176,6 +176,10 @@ class Session:
     def compactions(self) -> int:
         return self._compactions
 
+    def bill(self, usage: Usage) -> None:
+        """Count a request made beside the turns (a game's lesson) in the run's total."""
+        self._total_usage = self._total_usage + usage
+
     def buffer(self, messages: Sequence[NeutralMessage]) -> None:
         """Commit inputs that must survive retries (a reset observation) into the accepted state."""
         check_input_messages(messages, "buffered messages")
@@ -191,11 +195,10 @@ class Session:
         `parse` raises `InvalidAnswer` for an answer that is not a valid action.
         """
         check_input_messages(new_messages)
-        new = tuple(new_messages)
         started = time.monotonic()
         turn = _Turn()
         try:
-            return self._turn(turn, new, parse, started)
+            return self._turn(turn, tuple(new_messages), parse, started)
         except BaseException as exc:
             # What this turn spent is abandoned; an installed compaction stays billed to the
             # next accepted turn, since the state it made stays accepted.
@@ -494,7 +497,4 @@ class Session:
 
 
 def _kind(exc: AttemptError) -> str:
-    for cls, kind in _FAILURE_KINDS:
-        if isinstance(exc, cls):
-            return kind
-    return "provider_error"
+    return next((kind for cls, kind in _FAILURE_KINDS if isinstance(exc, cls)), "provider_error")
