@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from satchel.memory.domain import Candidate, Extractor, RejectedClaim
 from satchel.memory.store import formation as store
+from satchel.memory.store import receipts
 from satchel.memory.store.database import Conn
 from satchel.memory.store.facts import lock_log
 from satchel.memory.store.log import recompute_formed
@@ -52,28 +53,34 @@ async def form(
     extractor: Extractor,
 ) -> Formed:
     """In one transaction: admit the candidates (a duplicate is rejected), store every rejected
-    claim, mark the turn formed by `extractor`, recompute the watermark.
+    claim, keep the receipt of what a model's formation admitted, mark the turn formed by
+    `extractor`, recompute the watermark.
 
     Pipelined, so the log lock is held for one round trip per candidate written, not one per
     statement: the claim goes with the lock, and the turn's update and the commit go together."""
-    facts = refused = 0
+    admitted: list[uuid.UUID] = []
+    refused = 0
     async with conn.pipeline(), conn.transaction():
         at = await store.claim_turn(conn, project_id, turn)
         if at is None:
             return Formed(False)
         for item in outcome:
-            if isinstance(item, Candidate) and await store.write_fact(
-                conn, project_id, turn, item, extractor, at
+            if isinstance(item, Candidate) and (
+                fact_id := await store.write_fact(conn, project_id, turn, item, extractor, at)
             ):
-                facts += 1
+                admitted.append(fact_id)
                 continue
             if isinstance(item, Candidate):
                 item = RejectedClaim("duplicate", store.candidate_fields(item))
             await store.reject_claim(conn, project_id, turn, item, extractor)
             refused += 1
+        if extractor.model is not None:
+            await receipts.write(
+                conn, project_id, turn.id, turn.data_subject_id, extractor, at, admitted
+            )
         await store.mark_formed(conn, turn, extractor, at)
         await recompute_formed(conn, project_id)
-    return Formed(True, facts, refused)
+    return Formed(True, len(admitted), refused)
 
 
 async def unpark(conn: Conn, project: str | None) -> int:

@@ -145,6 +145,12 @@ KINDS: tuple[Kind, ...] = (
         "t.created_at, t.id",
     ),
     Kind(
+        "formation_receipt",
+        "formation_receipts",
+        f"t.project_id = %(p)s AND (t.data_subject_id = %(s)s OR t.observation_id IN {SOURCES})",
+        "t.formed_at, t.id",
+    ),
+    Kind(
         "agent_artifact",
         "artifacts",
         "t.project_id = %(p)s AND (t.data_subject_id = %(s)s"

@@ -26,9 +26,15 @@ class Entity:
 
 
 async def ensure_entity(
-    conn: Conn, project_id: int, data_subject_id: str | None, name: str, observation_id: uuid.UUID
+    conn: Conn,
+    project_id: int,
+    data_subject_id: str | None,
+    name: str,
+    observation_id: uuid.UUID,
+    entity_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
-    """The entity named `name` (created when new), recorded as named by `observation_id`.
+    """The entity named `name` (created when new, with the id `entity_id` when given), recorded
+    as named by `observation_id`.
 
     `source_observation_id` is the observation that first named it; `entity_sources` keeps
     every observation that did, so erasure can tell when none is left.
@@ -39,7 +45,7 @@ async def ensure_entity(
         " ON CONFLICT (project_id, data_subject_id, normalized)"
         " DO UPDATE SET normalized = EXCLUDED.normalized RETURNING id",
         (
-            uuid.uuid4(),
+            entity_id or uuid.uuid4(),
             project_id,
             data_subject_id,
             " ".join(name.split()),
@@ -49,13 +55,13 @@ async def ensure_entity(
     )
     row = await cursor.fetchone()
     assert row is not None
-    entity_id: uuid.UUID = row[0]
+    found: uuid.UUID = row[0]
     await conn.execute(
         "INSERT INTO entity_sources (entity_id, observation_id) VALUES (%s, %s) "
         "ON CONFLICT DO NOTHING",
-        (entity_id, observation_id),
+        (found, observation_id),
     )
-    return entity_id
+    return found
 
 
 async def entities_named(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from satchel.memory.store import receipts
 from satchel.memory.store.database import Conn
 
 # The facts whose subject or object is the entity.
@@ -73,9 +74,11 @@ async def claimants(conn: Conn, project_id: int, entity_id: uuid.UUID) -> tuple[
 async def withdraw(
     conn: Conn, project_id: int, entity_id: uuid.UUID
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """Delete the entity and the facts standing on it (cutting what refers to them first);
+    """Delete the entity and the facts standing on it (cutting what refers to them first, and
+    marking them withdrawn in their receipts);
     the rows removed per kind, and those still referring to it afterwards."""
     params = {"p": project_id, "e": entity_id}
+    await receipts.withdraw(conn, ON_ENTITY, params)
     for sql in DETACH:
         await conn.execute(sql, params)
     removed: dict[str, int] = {}

@@ -26,6 +26,7 @@ ORDER = (
     "entity",
     "segment",
     "rejected_claim",
+    "formation_receipt",
     "agent_artifact",
     "data_subject",
     "message",

@@ -9,6 +9,7 @@ from typing import Any
 
 from psycopg.rows import class_row
 
+from satchel.memory.store import receipts
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import ensure_entity
 from satchel.memory.store.log import claim_offset, recompute_formed
@@ -243,14 +244,27 @@ async def supersede(
     if any(until is not None or begun >= valid_from for _, begun, until in overlapping):
         raise RecordConflict
     for old_id, _, _ in overlapping:
-        await _change(
-            conn,
-            old_id,
-            at,
-            observation_id,
-            "valid_until = %(from)s, superseded_by = %(by)s",
-            {"by": fact_id, "from": valid_from},
-        )
+        await superseded(conn, old_id, fact_id, valid_from, observation_id, at)
+
+
+async def superseded(
+    conn: Conn,
+    fact_id: uuid.UUID,
+    by: uuid.UUID,
+    valid_until: datetime,
+    observation_id: uuid.UUID,
+    at: datetime,
+) -> None:
+    """Close the validity of `fact_id` at `valid_until`, superseded by `by` (a change at `at`
+    that `observation_id` made)."""
+    await _change(
+        conn,
+        fact_id,
+        at,
+        observation_id,
+        "valid_until = %(from)s, superseded_by = %(by)s",
+        {"by": by, "from": valid_until},
+    )
 
 
 async def assert_claim(
@@ -342,8 +356,10 @@ async def retract(
     at: datetime,
     replacement: Written | None = None,
 ) -> Retraction:
-    """Close what is known of `target` now (its validity is kept) and record who did it."""
+    """Close what is known of `target` now (its validity is kept) and record who did it; its
+    receipt marks it withdrawn."""
     ended_by = replacement.source_observation_id if replacement else None
+    await receipts.withdraw(conn, "(SELECT %(f)s::uuid)", {"f": target.id})
     version = await _change(
         conn, target.id, at, ended_by, "known_until = %(at)s, retracted_at = %(at)s", {}
     )

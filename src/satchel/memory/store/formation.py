@@ -137,12 +137,13 @@ async def _duplicate(
 
 async def write_fact(
     conn: Conn, project_id: int, turn: DueTurn, claim: Candidate, extractor: Extractor, at: datetime
-) -> bool:
-    """Admit one claim as a fact citing its span; false when it duplicates a current fact."""
+) -> uuid.UUID | None:
+    """Admit one claim as a fact citing its span: its id, or None when it duplicates a current
+    fact."""
     subject = turn.data_subject_id
     subject_id = await ensure_entity(conn, project_id, subject, claim.subject, turn.id)
     if await _duplicate(conn, project_id, subject, subject_id, claim):
-        return False
+        return None
     object_id = await ensure_entity(conn, project_id, subject, claim.object, turn.id)
     fact_id = uuid.uuid4()
     await conn.execute(
@@ -184,7 +185,7 @@ async def write_fact(
     )
     if claim.cardinality == "one":
         await supersede(conn, project_id, fact_id, turn.id, at)
-    return True
+    return fact_id
 
 
 async def reject_claim(
