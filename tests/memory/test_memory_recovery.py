@@ -167,15 +167,15 @@ def test_receipts_are_exported_erased_and_swept_with_their_source(
     url = live_server.database_url
     turns = form(live_server, http, model)
     exported = http.post("/v1/exports", json={"data_subject_id": ANN}).json()
-    receipts = exported["sections"]["formation_receipt"]
+    receipts = exported["sections"]["fact_receipt"]
     assert [receipt["observation_id"] for receipt in receipts] == turns[:3]
     assert [len(receipt["facts"]) for receipt in receipts] == [2, 1, 1]
     assert receipts[0]["facts"][0]["evidence"][0]["quote"] == "I live in Cork."
 
     erased = http.post("/v1/erasures", json={"data_subject_id": ANN}).json()
-    assert erased["deleted"]["formation_receipt"] == 3
-    assert erased["residual"]["formation_receipt"] == 0 and erased["clean"]
-    assert rows(url, "SELECT data_subject_id FROM formation_receipts") == [(BOB,)]
+    assert erased["deleted"]["fact_receipt"] == 3
+    assert erased["residual"]["fact_receipt"] == 0 and erased["clean"]
+    assert rows(url, "SELECT data_subject_id FROM fact_receipts") == [(BOB,)]
     assert recover(url)["restored"] == 0  # nothing of Ann comes back
 
     env = environment(url)
@@ -183,9 +183,9 @@ def test_receipts_are_exported_erased_and_swept_with_their_source(
     swept = satchel("retention", "sweep", "--now", "2100-01-01T00:00:00+00:00", "--json", env=env)
     assert swept.returncode == 0, swept.stderr
     receipt = json.loads(swept.stdout.splitlines()[-1])
-    assert receipt["deleted"]["formation_receipt"] == 1
-    assert receipt["residual"].get("formation_receipt", 0) == 0
-    assert rows(url, "SELECT count(*) FROM formation_receipts") == [(0,)]
+    assert receipt["deleted"]["fact_receipt"] == 1
+    assert receipt["residual"].get("fact_receipt", 0) == 0
+    assert rows(url, "SELECT count(*) FROM fact_receipts") == [(0,)]
 
 
 def test_refusals_say_what_was_wrong(live_server: LiveServer) -> None:

@@ -145,8 +145,8 @@ KINDS: tuple[Kind, ...] = (
         "t.created_at, t.id",
     ),
     Kind(
-        "formation_receipt",
-        "formation_receipts",
+        "fact_receipt",
+        "fact_receipts",
         f"t.project_id = %(p)s AND (t.data_subject_id = %(s)s OR t.observation_id IN {SOURCES})",
         "t.formed_at, t.id",
     ),

@@ -26,7 +26,7 @@ ORDER = (
     "entity",
     "segment",
     "rejected_claim",
-    "formation_receipt",
+    "fact_receipt",
     "agent_artifact",
     "data_subject",
     "message",

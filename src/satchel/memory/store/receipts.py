@@ -51,7 +51,7 @@ async def write(
     """The receipt of the formation of `observation_id` at `at`: the facts `fact_ids` as they
     were written, in that order."""
     await conn.execute(
-        "INSERT INTO formation_receipts (id, project_id, data_subject_id, observation_id,"
+        "INSERT INTO fact_receipts (id, project_id, data_subject_id, observation_id,"
         " formed_at, extractor_model, extractor_prompt, extractor_code, facts)"
         f" SELECT %s, %s, %s, %s, %s, %s, %s, %s, coalesce(jsonb_agg({FACT_JSON} ORDER BY a.n),"
         " '[]') FROM unnest(%s::uuid[]) WITH ORDINALITY AS a(id, n)"
@@ -75,7 +75,7 @@ async def withdraw(conn: Conn, chosen: str, params: dict[str, Any]) -> None:
     """Mark the facts `chosen` (a parenthesized query of fact ids, with its `params`) withdrawn
     in their sources' receipts, so recovery never restores them."""
     await conn.execute(
-        "UPDATE formation_receipts r SET withdrawn = r.withdrawn || ARRAY(SELECT f.id FROM facts f"
+        "UPDATE fact_receipts r SET withdrawn = r.withdrawn || ARRAY(SELECT f.id FROM facts f"
         f" WHERE f.source_observation_id = r.observation_id AND f.id IN {chosen}"
         " AND f.id <> ALL(r.withdrawn)) WHERE r.observation_id IN (SELECT source_observation_id"
         f" FROM facts WHERE id IN {chosen})",
@@ -89,7 +89,7 @@ async def newest(conn: Conn, project_id: int, source: uuid.UUID | None) -> list[
     async with conn.cursor(row_factory=class_row(Receipt)) as cursor:
         await cursor.execute(
             "SELECT * FROM (SELECT DISTINCT ON (observation_id) id, observation_id,"
-            " data_subject_id, formed_at, facts, withdrawn FROM formation_receipts"
+            " data_subject_id, formed_at, facts, withdrawn FROM fact_receipts"
             " WHERE project_id = %(p)s AND (%(o)s::uuid IS NULL OR observation_id = %(o)s)"
             " ORDER BY observation_id, formed_at DESC, id DESC) newest ORDER BY formed_at, id",
             {"p": project_id, "o": source},

@@ -5,7 +5,7 @@
 -- One row per formation of a source. `facts` holds each admitted fact as it was written (ids,
 -- entities, statement, validity, evidence), in admission order; `withdrawn` the ids of those
 -- later retracted or corrected, or withdrawn with their entity, which recovery never restores.
-CREATE TABLE formation_receipts (
+CREATE TABLE fact_receipts (
     id                uuid PRIMARY KEY,
     project_id        bigint NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
     data_subject_id   text,
@@ -18,6 +18,6 @@ CREATE TABLE formation_receipts (
     withdrawn         uuid[] NOT NULL DEFAULT '{}'
 );
 -- A source's receipts, newest first (recovery reads the newest); a project's in formation order.
-CREATE INDEX formation_receipts_observation ON formation_receipts (observation_id, formed_at DESC);
-CREATE INDEX formation_receipts_project ON formation_receipts (project_id, formed_at, id);
-CREATE INDEX formation_receipts_subject ON formation_receipts (project_id, data_subject_id);
+CREATE INDEX fact_receipts_observation ON fact_receipts (observation_id, formed_at DESC);
+CREATE INDEX fact_receipts_project ON fact_receipts (project_id, formed_at, id);
+CREATE INDEX fact_receipts_subject ON fact_receipts (project_id, data_subject_id);
