@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from satchel import __version__
-from satchel.cli import bench, bootstrap, conformance, harness, health, memory, providers, retention
+from satchel.cli import (
+    bench,
+    bootstrap,
+    conformance,
+    harness,
+    health,
+    memory,
+    providers,
+    rebuild,
+    retention,
+)
 from satchel.cli.conventions import Command, group
 from satchel.cli.output import console
 
@@ -38,6 +48,7 @@ app.command(cls=Command)(memory.serve)
 app.command(cls=Command)(memory.worker)
 app.add_typer(memory.formation_app, name="formation")
 app.add_typer(retention.retention_app, name="retention")
+app.add_typer(rebuild.rebuild_app, name="rebuild")
 app.command(cls=Command)(health.health)
 app.command(cls=Command)(bootstrap.bootstrap)
 app.command(

@@ -253,6 +253,65 @@ async def supersede(
         )
 
 
+async def reinterpret(
+    conn: Conn, fact_id: uuid.UUID, generation_id: uuid.UUID, at: datetime
+) -> None:
+    """Retire a formed fact a rebuild replaced: close what is known of it now (its validity and
+    its history are kept, so earlier knowledge still reads it) and link the generation."""
+    await _change(
+        conn,
+        fact_id,
+        at,
+        None,
+        "known_until = %(at)s, reinterpreted_by = %(g)s",
+        {"g": generation_id},
+    )
+
+
+async def settle(
+    conn: Conn, project_id: int, fact_id: uuid.UUID, observation_id: uuid.UUID, at: datetime
+) -> None:
+    """Place a re-formed fact of a single-valued predicate among the facts still believed: an
+    earlier one overlapping it ends where it begins (as `supersede` does); when one begins at
+    the same time or later, the re-formed fact ends where the first of those begins."""
+    cursor = await conn.execute(
+        "SELECT subject_entity_id, predicate, valid_from FROM facts WHERE id = %s", (fact_id,)
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    entity_id, predicate, valid_from = row
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (project_id, f"{entity_id}/{predicate}")
+    )
+    cursor = await conn.execute(
+        "SELECT o.id, o.valid_from FROM facts o JOIN facts n ON n.id = %(n)s"
+        " WHERE o.project_id = n.project_id AND o.subject_entity_id = n.subject_entity_id"
+        " AND o.predicate = n.predicate AND o.data_subject_id IS NOT DISTINCT FROM"
+        " n.data_subject_id AND o.id <> n.id AND o.known_until IS NULL"
+        " AND (o.valid_until IS NULL OR o.valid_until > n.valid_from)"
+        " ORDER BY o.valid_from, o.id FOR UPDATE OF o",
+        {"n": fact_id},
+    )
+    overlapping = await cursor.fetchall()
+    later = [(begun, other) for other, begun in overlapping if begun >= valid_from]
+    for other, begun in overlapping:
+        if begun < valid_from:
+            await _change(
+                conn,
+                other,
+                at,
+                observation_id,
+                "valid_until = %(from)s, superseded_by = %(by)s",
+                {"by": fact_id, "from": valid_from},
+            )
+    if later:
+        begun, other = later[0]
+        await conn.execute(
+            "UPDATE facts SET valid_until = %s, superseded_by = %s WHERE id = %s",
+            (begun, other, fact_id),
+        )
+
+
 async def assert_claim(
     conn: Conn,
     project_id: int,
