@@ -288,3 +288,21 @@ async def try_lock_job(conn: Conn, project_id: int) -> bool:
 
 async def unlock_job(conn: Conn, project_id: int) -> None:
     await conn.execute("SELECT pg_advisory_unlock(%s::int, hashtext(%s))", (project_id, LOCK_NAME))
+
+
+async def rebuild_progress(conn: Conn, project_id: int) -> dict[str, int | None] | None:
+    """How far the project's active rebuild got (offsets and counts only), or None."""
+    cursor = await conn.execute(
+        "SELECT COALESCE(after_offset + 1, 0), through_offset, sources_rebuilt, sources_skipped"
+        " FROM rebuild_jobs WHERE project_id = %s AND status = 'active'",
+        (project_id,),
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    return {
+        "reinterpreted_through": row[0],
+        "reinterpreting_through": row[1],
+        "sources_acknowledged": row[2],
+        "sources_skipped": row[3],
+    }
