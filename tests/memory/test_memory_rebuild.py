@@ -171,7 +171,7 @@ def test_a_project_rebuild_reinterprets_facts_keeping_history_and_human_edits(
     assert new["generation"]["extractor_version"].startswith("setup-b|")
     assert "reinterpreted_by" not in new
     assert old["reinterpreted_by"] == new["generation"]
-    assert old["status"] == "knowledge_closed"
+    assert old["status"] == "reinterpreted" and old["known"]["until"] is not None
 
     # The correction made before the rebuild still wins: setup B's Ensera claim was refused.
     works = recall(http, "works_at")

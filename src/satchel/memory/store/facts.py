@@ -17,6 +17,7 @@ CURATED_EXTRACTOR = "curated/v1"
 AUTHORED_CONFIDENCE = 0.0  # no model estimated an authored fact
 STATUS = (
     "CASE WHEN f.retracted_at IS NOT NULL THEN 'retracted'"
+    " WHEN f.reinterpreted_by IS NOT NULL THEN 'reinterpreted'"
     " WHEN f.known_until IS NOT NULL THEN 'knowledge_closed'"
     " WHEN f.valid_until IS NOT NULL THEN 'validity_closed' ELSE 'current' END"
 )
