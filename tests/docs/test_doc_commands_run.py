@@ -48,6 +48,8 @@ NOT_RUN = {
     ".venv/bin/satchel bench": "a benchmark: minutes to hours",
     ".venv/bin/python benchmarks/": "a benchmark: minutes to hours",
     ".venv/bin/satchel run --profiles my-profiles.yaml": "names the reader's own profile file",
+    ".venv/bin/satchel rebuild": "names the reader's project, stored turns and formation model; "
+    "tests/memory/test_memory_rebuild.py runs each subcommand",
 }
 """Shown commands this test does not run, by how their line starts, with the reason."""
 

@@ -15,6 +15,7 @@ from satchel.cli import (
     health,
     memory,
     providers,
+    rebuild,
     recover,
     retention,
 )
@@ -48,6 +49,7 @@ app.command(cls=Command)(memory.serve)
 app.command(cls=Command)(memory.worker)
 app.add_typer(memory.formation_app, name="formation")
 app.add_typer(retention.retention_app, name="retention")
+app.add_typer(rebuild.rebuild_app, name="rebuild")
 app.add_typer(recover.recover_app, name="recover")
 app.command(cls=Command)(health.health)
 app.command(cls=Command)(bootstrap.bootstrap)

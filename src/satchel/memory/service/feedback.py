@@ -17,6 +17,7 @@ from satchel.memory.domain import MAX_EVIDENCE, Conflict, Feedback, NotFound, To
 from satchel.memory.store import facts
 from satchel.memory.store import feedback as store
 from satchel.memory.store.database import Conn
+from satchel.memory.store.supersession import RecordConflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,7 @@ async def promote(
                     at,
                     replacement,
                 )
-            except facts.RecordConflict:
+            except RecordConflict:
                 raise Conflict(
                     "the proposed object conflicts with a single-valued record believed over the"
                     " same time; correct that record instead",

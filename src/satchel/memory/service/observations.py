@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from satchel.memory.domain import Busy, Conflict, Invalid
 from satchel.memory.store.appends import Appender
 from satchel.memory.store.log import NewMessage, NewTurn, freshness
+from satchel.memory.store.rebuilds import rebuild_progress
 
 MAX_MESSAGES = 64
 MAX_TURN_BYTES = 262_144
@@ -134,6 +135,9 @@ async def observe(
 
 
 async def freshness_of(pool: AsyncConnectionPool, project_id: int) -> dict[str, Any]:
-    """The project's name, highest stored and formed offsets, and how many turns are parked."""
+    """The project's name, highest stored and formed offsets, how many turns are parked, and
+    while a rebuild is active, how far it got."""
     async with pool.connection() as conn:
-        return await freshness(conn, project_id)
+        found = await freshness(conn, project_id)
+        rebuilding = await rebuild_progress(conn, project_id)
+    return found if rebuilding is None else {**found, "rebuilding": rebuilding}

@@ -26,6 +26,7 @@ from satchel.memory.domain import (
 from satchel.memory.store import facts
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import normalize
+from satchel.memory.store.supersession import RecordConflict
 
 ASSERT_NAMESPACE = "record.assert/v1:"
 ZERO_TIME = "0001-01-01T00:00:00Z"
@@ -201,7 +202,7 @@ async def assert_records(
                 written = await facts.assert_claim(
                     conn, project_id, principal, claim, admitted[claim.predicate], at
                 )
-            except facts.RecordConflict:
+            except RecordConflict:
                 raise _out_of_order(index) from None
             await facts.remember_retry(
                 conn, project_id, digest, content, written.source_observation_id
@@ -243,7 +244,7 @@ async def correct_records(
                 replacement = await facts.assert_claim(
                     conn, project_id, principal, claim, cardinality, at, ids
                 )
-            except facts.RecordConflict:
+            except RecordConflict:
                 raise _out_of_order(index) from None
             written.append((change.id, replacement))
         current = await facts.versions(conn, [w.id for _, w in written])

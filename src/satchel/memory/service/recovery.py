@@ -14,7 +14,8 @@ from satchel.memory.service.retention import UnknownProject
 from satchel.memory.store import receipts, recovery
 from satchel.memory.store import retention as projects
 from satchel.memory.store.database import Conn
-from satchel.memory.store.facts import RecordConflict, cardinalities, lock_log
+from satchel.memory.store.facts import cardinalities, lock_log
+from satchel.memory.store.supersession import RecordConflict
 
 
 class NoReceipt(LookupError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 
 from psycopg.rows import class_row
@@ -84,6 +84,17 @@ class Cited:
     known_from: datetime
     known_until: datetime | None
     status: str
+    generation: Lineage | None = None
+    reinterpreted_by: Lineage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A rebuild generation as a citation links it: the one that admitted or retired a fact."""
+
+    id: uuid.UUID
+    extractor_version: str
+    applied_at: datetime
 
 
 _EVIDENCE = (
@@ -109,7 +120,23 @@ async def cited(conn: Conn, project_id: int, fact_id: uuid.UUID) -> Cited | None
             " WHERE f.project_id = %s AND f.id = %s",
             (project_id, fact_id),
         )
-        return await cursor.fetchone()
+        found = await cursor.fetchone()
+    if found is None:
+        return None
+    links = await conn.execute(
+        "SELECT f.generation_id, g.extractor_version, g.applied_at, f.reinterpreted_by,"
+        " r.extractor_version, r.applied_at FROM facts f"
+        " LEFT JOIN fact_generations g ON g.id = f.generation_id"
+        " LEFT JOIN fact_generations r ON r.id = f.reinterpreted_by WHERE f.id = %s",
+        (fact_id,),
+    )
+    row = await links.fetchone()
+    assert row is not None
+    return replace(
+        found,
+        generation=None if row[0] is None else Lineage(*row[0:3]),
+        reinterpreted_by=None if row[3] is None else Lineage(*row[3:6]),
+    )
 
 
 async def largest_source(conn: Conn, fact_id: uuid.UUID) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from psycopg.rows import class_row
 
@@ -13,18 +12,16 @@ from satchel.memory.store import receipts
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import ensure_entity
 from satchel.memory.store.log import claim_offset, recompute_formed
+from satchel.memory.store.supersession import change, supersede
 
 CURATED_EXTRACTOR = "curated/v1"
 AUTHORED_CONFIDENCE = 0.0  # no model estimated an authored fact
 STATUS = (
     "CASE WHEN f.retracted_at IS NOT NULL THEN 'retracted'"
+    " WHEN f.reinterpreted_by IS NOT NULL THEN 'reinterpreted'"
     " WHEN f.known_until IS NOT NULL THEN 'knowledge_closed'"
     " WHEN f.valid_until IS NOT NULL THEN 'validity_closed' ELSE 'current' END"
 )
-
-
-class RecordConflict(Exception):
-    """A single-valued fact would overlap one still believed that it cannot supersede."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,85 +185,6 @@ async def _write_source(
     return observation_id, message_id
 
 
-async def _change(
-    conn: Conn,
-    fact_id: uuid.UUID,
-    at: datetime,
-    ended_by: uuid.UUID | None,
-    assignments: str,
-    params: dict[str, Any],
-) -> uuid.UUID:
-    """Keep the fact's present version in its history, then apply `assignments` and re-version."""
-    await conn.execute(
-        "INSERT INTO fact_history (id, fact_id, valid_from, valid_until, known_from, known_until,"
-        " ended_by_observation_id) SELECT %(h)s, f.id, f.valid_from, f.valid_until,"
-        " COALESCE((SELECT max(h.known_until) FROM fact_history h WHERE h.fact_id = f.id),"
-        " f.known_from), %(at)s, %(by)s FROM facts f WHERE f.id = %(id)s",
-        {"h": uuid.uuid4(), "at": at, "by": ended_by, "id": fact_id},
-    )
-    version = uuid.uuid4()
-    await conn.execute(
-        f"UPDATE facts SET {assignments}, version = %(v)s WHERE id = %(id)s",
-        {**params, "v": version, "id": fact_id, "at": at},
-    )
-    return version
-
-
-async def supersede(
-    conn: Conn, project_id: int, fact_id: uuid.UUID, observation_id: uuid.UUID, at: datetime
-) -> None:
-    """Close the validity of the current fact of a single-valued predicate for the same subject
-    where the new fact begins, when it began earlier and is still open.
-
-    Any other fact still believed whose validity overlaps the new one's (one that begins at the
-    same time or later, or an already closed range reaching past the new start) is out of order:
-    `RecordConflict` before any of them changes (the caller's transaction must roll back).
-    """
-    cursor = await conn.execute(
-        "SELECT subject_entity_id, predicate, valid_from FROM facts WHERE id = %s", (fact_id,)
-    )
-    row = await cursor.fetchone()
-    assert row is not None
-    entity_id, predicate, valid_from = row
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (project_id, f"{entity_id}/{predicate}")
-    )
-    cursor = await conn.execute(
-        "SELECT o.id, o.valid_from, o.valid_until FROM facts o JOIN facts n ON n.id = %(n)s"
-        " WHERE o.project_id = n.project_id AND o.subject_entity_id = n.subject_entity_id"
-        " AND o.predicate = n.predicate AND o.data_subject_id IS NOT DISTINCT FROM"
-        " n.data_subject_id AND o.id <> n.id AND o.known_until IS NULL"
-        " AND (o.valid_until IS NULL OR o.valid_until > n.valid_from)"
-        " ORDER BY o.id FOR UPDATE OF o",
-        {"n": fact_id},
-    )
-    overlapping = await cursor.fetchall()
-    if any(until is not None or begun >= valid_from for _, begun, until in overlapping):
-        raise RecordConflict
-    for old_id, _, _ in overlapping:
-        await superseded(conn, old_id, fact_id, valid_from, observation_id, at)
-
-
-async def superseded(
-    conn: Conn,
-    fact_id: uuid.UUID,
-    by: uuid.UUID,
-    valid_until: datetime,
-    observation_id: uuid.UUID,
-    at: datetime,
-) -> None:
-    """Close the validity of `fact_id` at `valid_until`, superseded by `by` (a change at `at`
-    that `observation_id` made)."""
-    await _change(
-        conn,
-        fact_id,
-        at,
-        observation_id,
-        "valid_until = %(from)s, superseded_by = %(by)s",
-        {"by": by, "from": valid_until},
-    )
-
-
 async def assert_claim(
     conn: Conn,
     project_id: int,
@@ -360,7 +278,7 @@ async def retract(
     receipt marks it withdrawn."""
     ended_by = replacement.source_observation_id if replacement else None
     await receipts.withdraw(conn, "(SELECT %(f)s::uuid)", {"f": target.id})
-    version = await _change(
+    version = await change(
         conn, target.id, at, ended_by, "known_until = %(at)s, retracted_at = %(at)s", {}
     )
     retraction = Retraction(

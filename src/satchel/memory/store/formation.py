@@ -14,7 +14,8 @@ from psycopg.types.json import Jsonb
 from satchel.memory.domain import Candidate, Extractor, RejectedClaim, StoredMessage
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import ensure_entity, normalize
-from satchel.memory.store.facts import lock_log, supersede
+from satchel.memory.store.facts import lock_log
+from satchel.memory.store.supersession import supersede
 
 LOCK_NAME = "satchel.memory.formation"
 

@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import ensure_entity
-from satchel.memory.store.facts import supersede, superseded
+from satchel.memory.store.supersession import supersede, superseded
 
 
 async def present(conn: Conn, ids: list[uuid.UUID]) -> set[uuid.UUID]:

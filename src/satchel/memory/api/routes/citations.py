@@ -23,6 +23,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.routes.records import Retracted, retraction_answer
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.service import citations
+from satchel.memory.store.citations import Lineage
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -82,7 +83,7 @@ class GenerationLink(Answer):
 
 class Citation(Answer):
     """A fact's record. `generation` and `reinterpreted_by` link the rebuild generations that
-    admitted and retired it; facts are never rebuilt here, so both are always left out."""
+    admitted and retired it; each is left out until a rebuild sets it."""
 
     generation: GenerationLink | None = omitted()
     reinterpreted_by: GenerationLink | None = omitted()
@@ -104,6 +105,16 @@ class Citation(Answer):
     status: str
     evidence: list[CitedEvidence]
     next: EvidenceNext | None = omitted()
+
+
+def _link(lineage: Lineage | None) -> GenerationLink | None:
+    if lineage is None:
+        return None
+    return GenerationLink(
+        generation_id=str(lineage.id),
+        extractor_version=lineage.extractor_version,
+        applied_at=lineage.applied_at,
+    )
 
 
 def _after(after: EvidenceAfter | None) -> tuple[uuid.UUID, int, int] | None:
@@ -146,6 +157,8 @@ async def resolve(
             )
         )
     return Citation(
+        generation=_link(fact.generation),
+        reinterpreted_by=_link(fact.reinterpreted_by),
         version=str(fact.version),
         retraction=retraction_answer(retraction) if retraction else None,
         id=str(fact.id),

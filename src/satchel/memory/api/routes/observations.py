@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
-from satchel.memory.api.bodies import REQUIRED_BODY, Answer, Body, Text, Timestamp, Uuid
+from satchel.memory.api.bodies import REQUIRED_BODY, Answer, Body, Text, Timestamp, Uuid, omitted
 from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -85,11 +85,22 @@ class Receipt(Answer):
     log_offset: int
 
 
+class Rebuilding(Answer):
+    """A project rebuild in progress: every source below `reinterpreted_through` has the new
+    interpretation, the job stops at `reinterpreting_through`; counts of sources done so far."""
+
+    reinterpreted_through: int
+    reinterpreting_through: int | None
+    sources_acknowledged: int
+    sources_skipped: int
+
+
 class Freshness(Answer):
     scope: str
     stored: int | None
     formed: int | None
     parked: int
+    rebuilding: Rebuilding | None = omitted()
 
 
 @router.post(
