@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from formation_kit import claim, observe, passes, with_model
 from memory_kit import LiveServer
@@ -230,3 +231,31 @@ def test_one_job_per_project_status_cancel_and_one_source(
         assert len(model_b.requests) == calls + 1
     [work] = recall(http, "works_at")
     assert work["statement"] == "B: Ensera"
+
+
+def test_a_rebuilt_sources_lost_facts_come_back_from_its_rebuild(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    """A rebuild keeps a receipt of what it admitted: its facts, deleted by hand, are put back
+    as the rebuild wrote them (generation included), and the retired ones are left as they are."""
+    url = live_server.database_url
+    receipts = formed_under_a(live_server, http)
+    source = receipts[0]["id"]
+    with scripted("B") as model_b:
+        args = ("facts", "--project", "alpha", "--source", source, "--key", str(uuid.uuid4()))
+        assert job_of(rebuild(url, model_b, *args))["facts_admitted"] == 1
+        calls = len(model_b.requests)
+    [home_b] = recall(http, "lives_in")
+    cited = cite(http, home_b["fact_id"])
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM facts WHERE id = %s", (home_b["fact_id"],))
+    assert recall(http, "lives_in") == []
+    done = satchel(
+        "recover", "facts", "--project", "alpha", "--source", source, "--json", env=environment(url)
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["restored"] == 1
+    [back] = recall(http, "lives_in")
+    assert back["fact_id"] == home_b["fact_id"] and back["statement"] == "B: Cork"
+    assert cite(http, back["fact_id"])["generation"] == cited["generation"]
+    assert len(model_b.requests) == calls

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from satchel.memory.domain import Candidate, Extractor, RejectedClaim
-from satchel.memory.store import formation, rebuilds
+from satchel.memory.store import formation, rebuilds, receipts
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import normalize
 from satchel.memory.store.erasure import lock_erasures
@@ -74,10 +74,15 @@ async def publish(
         blocked = await rebuilds.blocked_claims(conn, source.id)
         await rebuilds.forget_rejections(conn, source.id)
         turn = formation.DueTurn(source.id, source.log_offset, source.data_subject_id, "turn", 0)
+        admitted: list[uuid.UUID] = []
         for item in outcome:
             if isinstance(item, Candidate):
                 edit = _blocks(blocked, item)
-                if edit is None and await _admit(conn, project_id, turn, item, extractor, at):
+                new_id = None
+                if edit is None:
+                    new_id = await _admit(conn, project_id, turn, item, extractor, at)
+                if new_id is not None:
+                    admitted.append(new_id)
                     continue
                 fields = formation.candidate_fields(item)
                 item = RejectedClaim(edit or "duplicate", fields)
@@ -85,7 +90,11 @@ async def publish(
         await rebuilds.mark_reformed(
             conn, source.id, extractor.model, extractor.prompt, extractor.code
         )
-        return Published(await rebuilds.count_generation(conn, generation_id, source.id))
+        generation = await rebuilds.count_generation(conn, generation_id, source.id)
+        await receipts.write(
+            conn, project_id, source.id, source.data_subject_id, extractor, at, admitted
+        )
+        return Published(generation)
 
 
 async def _admit(
@@ -95,28 +104,16 @@ async def _admit(
     claim: Candidate,
     extractor: Extractor,
     at: datetime,
-) -> bool:
-    """Admit one re-formed claim; false when it duplicates a believed fact. Written as
-    many-valued, then a single-valued one is settled: later sources' facts may already hold."""
-    before = await _unlinked(conn, turn.id)
-    if not await formation.write_fact(
+) -> uuid.UUID | None:
+    """Admit one re-formed claim: its fact's id, or None when it duplicates a believed fact.
+    Written as many-valued, then a single-valued one is settled: later sources' facts may
+    already hold."""
+    fact_id = await formation.write_fact(
         conn, project_id, turn, replace(claim, cardinality="many"), extractor, at
-    ):
-        return False
-    if claim.cardinality == "one":
-        [fact_id] = await _unlinked(conn, turn.id) - before
-        await settle(conn, project_id, fact_id, turn.id, at)
-    return True
-
-
-async def _unlinked(conn: Conn, observation_id: uuid.UUID) -> set[uuid.UUID]:
-    """The source's believed formed facts no generation admitted yet: those written now."""
-    cursor = await conn.execute(
-        "SELECT id FROM facts WHERE source_observation_id = %s AND known_until IS NULL"
-        " AND generation_id IS NULL AND NOT authored",
-        (observation_id,),
     )
-    return {row[0] for row in await cursor.fetchall()}
+    if fact_id is not None and claim.cardinality == "one":
+        await settle(conn, project_id, fact_id, turn.id, at)
+    return fact_id
 
 
 async def begin(conn: Conn, project_id: int, key: uuid.UUID, version: str) -> Job:

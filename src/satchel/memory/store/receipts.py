@@ -21,7 +21,8 @@ FACT_JSON = (
     " 'object_entity_id', f.object_entity_id, 'object_name', o.name,"
     " 'statement', f.statement, 'confidence', f.confidence, 'source_role', f.source_role,"
     " 'version', f.version, 'valid_from', f.valid_from, 'known_from', f.known_from,"
-    " 'recorded_at', f.recorded_at, 'evidence', (SELECT coalesce(jsonb_agg(to_jsonb(e) - 'fact_id'"
+    " 'recorded_at', f.recorded_at, 'generation_id', f.generation_id,"
+    " 'evidence', (SELECT coalesce(jsonb_agg(to_jsonb(e) - 'fact_id'"
     "  ORDER BY e.observation_id, e.source_ordinal), '[]') FROM fact_evidence e"
     "  WHERE e.fact_id = f.id))"
 )

@@ -64,11 +64,12 @@ async def restore(
     await conn.execute(
         "INSERT INTO facts (id, project_id, data_subject_id, subject_entity_id, predicate, object,"
         " object_entity_id, statement, confidence, source_role, source_observation_id, version,"
-        " valid_from, known_from, recorded_at)"
+        " valid_from, known_from, recorded_at, generation_id)"
         " SELECT (x->>'id')::uuid, %(p)s, %(s)s, %(se)s, x->>'predicate', x->>'object', %(oe)s,"
         " x->>'statement', (x->>'confidence')::double precision, x->>'source_role', %(o)s,"
         " (x->>'version')::uuid, (x->>'valid_from')::timestamptz,"
-        " (x->>'known_from')::timestamptz, (x->>'recorded_at')::timestamptz"
+        " (x->>'known_from')::timestamptz, (x->>'recorded_at')::timestamptz,"
+        " (x->>'generation_id')::uuid"
         " FROM (SELECT %(x)s::jsonb AS x) given",
         {
             "p": project_id,
