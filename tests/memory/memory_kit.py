@@ -19,6 +19,8 @@ from satchel.memory.config import MemorySettings
 from satchel.memory.passages.embedder import DIMENSIONS, Vectors
 from satchel.memory.service.tokens import create_token
 
+SCHEMA_WAIT_S = 60.0  # the first /openapi.json is built when asked for: slow on a busy machine
+
 
 def with_database(url: str, name: str) -> str:
     return conninfo.make_conninfo(url, dbname=name)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from memory_kit import LiveServer
+from memory_kit import SCHEMA_WAIT_S, LiveServer
 
 FIELDS_FILE = Path(__file__).with_name("taisce-contract-v1-fields.json")
 # Served as the refusal a deployment without them answers, not with their success status.
@@ -47,7 +47,7 @@ def contract() -> dict[str, Any]:
 
 @pytest.fixture
 def spec(live_server: LiveServer) -> dict[str, Any]:
-    with httpx.Client(base_url=live_server.base_url) as anonymous:
+    with httpx.Client(base_url=live_server.base_url, timeout=SCHEMA_WAIT_S) as anonymous:
         answer = anonymous.get("/openapi.json")
     assert answer.status_code == 200
     document: dict[str, Any] = answer.json()

@@ -17,7 +17,7 @@ import httpx
 import jsonschema_rs
 import psycopg
 import pytest
-from memory_kit import LiveServer
+from memory_kit import SCHEMA_WAIT_S, LiveServer
 
 from satchel.memory.config import MemorySettings
 from satchel.memory.store.predicates import PREDICATES
@@ -189,7 +189,7 @@ def memory_settings(request: pytest.FixtureRequest) -> MemorySettings:
 
 @pytest.fixture
 def spec(live_server: LiveServer) -> dict[str, Any]:
-    with httpx.Client(base_url=live_server.base_url) as anonymous:
+    with httpx.Client(base_url=live_server.base_url, timeout=SCHEMA_WAIT_S) as anonymous:
         document: dict[str, Any] = anonymous.get("/openapi.json").json()
     return document
 

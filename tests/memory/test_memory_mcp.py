@@ -24,7 +24,7 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
-from memory_kit import LiveServer, with_database
+from memory_kit import SCHEMA_WAIT_S, LiveServer, with_database
 from memory_process import Served, environment, stop_embedded
 from records_kit import claim
 
@@ -205,7 +205,7 @@ async def test_the_six_tools_carry_their_routes_input_schemas(served: Deployment
     token = served.token()
     async with mcp(served.base_url, token) as session:
         listed = (await session.list_tools()).tools
-    spec = httpx.get(served.base_url + "/openapi.json").json()
+    spec = httpx.get(served.base_url + "/openapi.json", timeout=SCHEMA_WAIT_S).json()
     assert "/mcp" not in spec["paths"]  # JSON-RPC, not a v1 route
     assert [tool.name for tool in listed] == list(ROUTES)
     for tool in listed:
@@ -443,7 +443,7 @@ async def test_report_feedback_records_a_report(served: Deployment) -> None:
     """Needs `POST /v1/feedback/record`; the tool is its call under another name."""
     writer = served.token()
     reader = served.token(read_only=True)
-    spec = httpx.get(served.base_url + "/openapi.json").json()
+    spec = httpx.get(served.base_url + "/openapi.json", timeout=SCHEMA_WAIT_S).json()
     async with mcp(served.base_url, writer) as session, http(served.base_url, writer) as client:
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
         schema = listed["report_feedback"].input_schema

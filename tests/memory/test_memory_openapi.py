@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from memory_kit import LiveServer
+from memory_kit import SCHEMA_WAIT_S, LiveServer
 from memory_routes import memory_app, served
 
 METHODS = ("get", "post", "put", "delete", "patch", "head", "options")
@@ -15,7 +15,7 @@ METHODS = ("get", "post", "put", "delete", "patch", "head", "options")
 
 @pytest.fixture
 def spec(live_server: LiveServer) -> dict[str, Any]:
-    with httpx.Client(base_url=live_server.base_url) as anonymous:
+    with httpx.Client(base_url=live_server.base_url, timeout=SCHEMA_WAIT_S) as anonymous:
         answer = anonymous.get("/openapi.json")
     assert answer.status_code == 200
     document: dict[str, Any] = answer.json()
