@@ -13,6 +13,7 @@ DEFAULT_BODY_TIMEOUT = 10.0
 DEFAULT_MODEL_TIMEOUT = 120.0  # seconds: a small local model on a CPU answers slowly
 DEFAULT_MODEL_RETRIES = 1
 MAX_MODEL_RETRIES = 10
+MAX_ATTEMPTS = 100  # the most failed formations of a turn before it is parked
 KIB = 1024
 MAX_ARTIFACT_OBJECT_BYTES = 512 * KIB  # the most any allowance may admit for one artifact
 MAX_ARTIFACT_BYTES = 1024 * KIB * KIB
@@ -107,6 +108,10 @@ class MemorySettings:
             data_dir=Path(folder).expanduser(),
             database_url=env.get("SATCHEL_DATABASE_URL") or None,
             formation=formation_from_env(env),
+            formation_backoff=_seconds(env, "SATCHEL_FORMATION_BACKOFF", default.formation_backoff),
+            formation_attempts=_count(
+                env, "SATCHEL_FORMATION_ATTEMPTS", default.formation_attempts, MAX_ATTEMPTS
+            ),
             body_timeout=_seconds(env, "SATCHEL_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
             artifact_object_bytes=object_bytes,
             artifact_bytes=_count(

@@ -13,8 +13,7 @@ from satchel.memory.store.entities import normalize
 
 CODE_VERSION = "satchel.memory.formation/1"
 MAX_CLAIMS = 64
-FEWEST_CLAIMS = 4  # the claims any turn may have, however short
-CHARACTERS_PER_CLAIM = 80  # a longer turn may have one more claim per this many characters
+CHARACTERS_PER_CLAIM = 16  # a turn may have one claim per this many characters, at least one
 CLAIM_TOKENS = 160  # output tokens allowed for one claim: its fields, a statement and a quote
 REPLY_TOKENS = 16  # output tokens of the reply around its claims
 MAX_NAME_CHARS = 256
@@ -48,9 +47,10 @@ SCHEMA_NAME = "claims"
 
 
 def claim_limit(messages: list[StoredMessage]) -> int:
-    """How many claims the prompt allows for the turn: a few, more for a longer turn."""
+    """How many claims the prompt allows for the turn: one per `CHARACTERS_PER_CLAIM` characters
+    (a short sentence states a fact), at least one and at most `MAX_CLAIMS`."""
     characters = sum(len(m.content) for m in messages)
-    return min(MAX_CLAIMS, max(FEWEST_CLAIMS, characters // CHARACTERS_PER_CLAIM))
+    return min(MAX_CLAIMS, max(1, -(-characters // CHARACTERS_PER_CLAIM)))
 
 
 def output_tokens(limit: int) -> int:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 import openai
 
 from satchel.memory.config import ModelClientSettings
@@ -66,7 +66,7 @@ class ChatModel:
     """
 
     def __init__(
-        self, settings: ModelClientSettings, transport: httpx.AsyncBaseTransport | None = None
+        self, settings: ModelClientSettings, transport: httpx2.AsyncBaseTransport | None = None
     ) -> None:
         self.settings = settings
         base_url = allowed_url(settings)
@@ -77,7 +77,7 @@ class ChatModel:
             api_key=key or NO_KEY,
             timeout=settings.timeout,
             max_retries=settings.retries,
-            http_client=httpx.AsyncClient(
+            http_client=httpx2.AsyncClient(
                 timeout=settings.timeout, follow_redirects=False, transport=transport
             ),
         )
