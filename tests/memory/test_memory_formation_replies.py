@@ -42,6 +42,12 @@ def http(live_server: LiveServer) -> Iterator[httpx.Client]:
         yield client
 
 
+def with_client(settings: MemorySettings, **changes: Any) -> MemorySettings:
+    """`settings` with the model client's settings changed."""
+    assert settings.formation is not None
+    return replace(settings, formation=replace(settings.formation, **changes))
+
+
 def parked_reasons(url: str) -> dict[str, str]:
     """Each parked turn's subject and the reason it was parked with."""
     sql = "SELECT data_subject_id, last_error FROM observations WHERE parked_at IS NOT NULL"
@@ -67,8 +73,7 @@ def test_a_misbehaving_model_parks_the_turn_and_the_worker_forms_the_next(
         return misbehaving if len(model.requests) == 1 else FACT
 
     model.respond = respond
-    settings = with_model(MemorySettings(), model, formation_attempts=1)
-    settings = replace(settings, formation=replace(settings.formation, timeout=0.5))
+    settings = with_client(with_model(MemorySettings(), model, formation_attempts=1), timeout=0.5)
     [tally] = passes(live_server.database_url, settings, model)
 
     assert (tally.failed, tally.parked, tally.formed, tally.facts) == (1, 1, 1, 1)
@@ -107,8 +112,7 @@ def test_the_strongest_json_form_the_server_takes_is_asked_for_and_kept(
 def test_a_failed_request_is_sent_again_and_the_claim_limit_follows_the_turn(
     live_server: LiveServer, http: httpx.Client, model: ModelServer
 ) -> None:
-    settings = with_model(MemorySettings(), model)
-    settings = replace(settings, formation=replace(settings.formation, retries=2))
+    settings = with_client(with_model(MemorySettings(), model), retries=2)
     long_turn = "I live in Cork. " * 8
     observe(http, ANN, ("user", long_turn))
     model.reply(Failure(503), Failure(429), FACT)
