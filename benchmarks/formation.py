@@ -84,7 +84,10 @@ class Score:
 
     @property
     def precision(self) -> float:
-        return self.correct / self.admitted if self.admitted else 1.0
+        """Correct over admitted; with nothing admitted, 1 when nothing was expected, else 0."""
+        if self.admitted:
+            return self.correct / self.admitted
+        return 0.0 if self.expected else 1.0
 
     @property
     def recall(self) -> float:
