@@ -19,8 +19,9 @@ MODEL = "scripted-extractor"
 
 
 def with_model(settings: MemorySettings, model: ModelServer, **changes: Any) -> MemorySettings:
-    """`settings` forming with the loopback `model`, no backoff unless `changes` say."""
-    client = ModelClientSettings(model=MODEL, base_url=model.base_url)
+    """`settings` forming with the loopback `model`, no resend of a failed request, no backoff
+    unless `changes` say."""
+    client = ModelClientSettings(model=MODEL, base_url=model.base_url, retries=0)
     return replace(settings, formation=client, **{"formation_backoff": 0.0, **changes})
 
 

@@ -5,13 +5,16 @@
         model.fail(3, status=500)             # the next 3 chat calls answer HTTP 500
         model.respond = lambda body: "text"   # or decide from the request (after the queue)
 
-A reply is a string (the message content), a dict or list (sent as its JSON), or a `Failure`.
+A reply is a string (the message content), a dict or list (sent as its JSON), a `Failure`, or a
+`Slow` reply (sent after a wait). Content of more words than the request's `max_tokens` is cut
+there with `finish_reason` "length", as a server does when the output limit is reached.
 With nothing queued and no `respond`, chat answers `{"claims": []}`. Every chat request body is
 kept in `requests`. `/v1/embeddings` answers deterministic unit vectors of `dimensions` floats.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -37,7 +40,15 @@ class Failure:
     status: int = 500
 
 
-Reply = str | dict[str, Any] | list[Any] | Failure
+@dataclass(frozen=True)
+class Slow:
+    """A reply sent `seconds` after the request came."""
+
+    seconds: float
+    reply: str | dict[str, Any] | list[Any] = "{}"
+
+
+Reply = str | dict[str, Any] | list[Any] | Failure | Slow
 
 
 def text_of(body: dict[str, Any]) -> str:
@@ -94,9 +105,16 @@ class ModelServer:
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
         reply = self._next(body)
+        if isinstance(reply, Slow):
+            await asyncio.sleep(reply.seconds)
+            reply = reply.reply
         if isinstance(reply, Failure):
             return JSONResponse({"error": {"message": "scripted failure"}}, reply.status)
         content = reply if isinstance(reply, str) else json.dumps(reply)
+        finish = "stop"
+        limit = body.get("max_tokens")
+        if isinstance(limit, int) and len(content.split()) > limit:
+            content, finish = " ".join(content.split()[:limit]), "length"
         return JSONResponse(
             {
                 "id": f"chatcmpl-{len(self.requests)}",
@@ -107,7 +125,7 @@ class ModelServer:
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
+                        "finish_reason": finish,
                     }
                 ],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},

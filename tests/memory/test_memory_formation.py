@@ -16,7 +16,13 @@ from records_kit import api
 
 from satchel.memory.config import MemorySettings, ModelClientSettings, formation_from_env
 from satchel.memory.domain import StoredMessage
-from satchel.memory.formation.extraction import CODE_VERSION, PROMPT_ID, find_span, locate
+from satchel.memory.formation.extraction import (
+    CODE_VERSION,
+    PROMPT_ID,
+    find_span,
+    locate,
+    output_tokens,
+)
 from satchel.memory.formation.model import ChatModel, HostNotAllowed
 from satchel.memory.formation.worker import Worker
 
@@ -71,7 +77,11 @@ def test_admitted_claims_become_facts_citing_their_spans(
 
     [request] = model.requests
     assert request["model"] == MODEL and request["temperature"] == 0
-    assert request["response_format"] == {"type": "json_object"}
+    asked = request["response_format"]
+    assert asked["type"] == "json_schema" and asked["json_schema"]["name"] == "claims"
+    claims = asked["json_schema"]["schema"]["properties"]["claims"]
+    assert "lives_in" in claims["items"]["properties"]["predicate"]["enum"]
+    assert claims["maxItems"] > 1 and request["max_tokens"] == output_tokens(claims["maxItems"])
     assert "lives_in" in request["messages"][0]["content"]
     assert HOME in request["messages"][1]["content"]
 

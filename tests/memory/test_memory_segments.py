@@ -17,6 +17,7 @@ from model_server import Failure, ModelServer
 from satchel.memory.config import MemorySettings, ModelClientSettings
 from satchel.memory.formation.model import ChatModel, ModelError
 from satchel.memory.formation.segments import (
+    SUMMARY_TOKENS,
     ModelSummarizer,
     Summarizer,
     extract,
@@ -222,7 +223,10 @@ def test_a_model_summarizes_and_a_failure_leaves_no_half_written_segment(
     url = live_server.database_url
 
     async def summarize_with(model: ModelServer) -> int:
-        chat = ChatModel(ModelClientSettings(model="scripted-summarizer", base_url=model.base_url))
+        settings = ModelClientSettings(
+            model="scripted-summarizer", base_url=model.base_url, retries=0
+        )
+        chat = ChatModel(settings)
         try:
             return await write(url, ModelSummarizer(chat))
         finally:
@@ -238,6 +242,7 @@ def test_a_model_summarizes_and_a_failure_leaves_no_half_written_segment(
         ]
         first = model.requests[0]
         assert (first["model"], first["temperature"]) == ("scripted-summarizer", 0)
+        assert first["max_tokens"] == SUMMARY_TOKENS
         assert said("ana", 0) in first["messages"][-1]["content"]
 
         model.reply("", "Ana's garden, continued.")  # an empty summary is a failure too

@@ -10,6 +10,10 @@ from pathlib import Path
 DEFAULT_DATA_DIR = Path.home() / ".local" / "share" / "satchel"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DEFAULT_BODY_TIMEOUT = 10.0
+DEFAULT_MODEL_TIMEOUT = 120.0  # seconds: a small local model on a CPU answers slowly
+DEFAULT_MODEL_RETRIES = 1
+MAX_MODEL_RETRIES = 10
+MAX_ATTEMPTS = 100  # the most failed formations of a turn before it is parked
 KIB = 1024
 MAX_ARTIFACT_OBJECT_BYTES = 512 * KIB  # the most any allowance may admit for one artifact
 MAX_ARTIFACT_BYTES = 1024 * KIB * KIB
@@ -24,13 +28,16 @@ NO = ("false", "off", "no", "0")
 @dataclass(frozen=True, slots=True)
 class ModelClientSettings:
     """An OpenAI-compatible chat endpoint: model, base URL, the NAME of the key's variable, and
-    the hosts that may receive text (a base URL on any other host is refused)."""
+    the hosts that may receive text (a base URL on any other host is refused); `timeout`:
+    seconds one request may take, `retries`: how many times a request that timed out, could
+    not connect, or was answered 408, 409, 429 or 5xx is sent again."""
 
     model: str
     base_url: str
     api_key_env: str | None = None
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
-    timeout: float = 60.0
+    timeout: float = DEFAULT_MODEL_TIMEOUT
+    retries: int = DEFAULT_MODEL_RETRIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,10 @@ class MemorySettings:
             data_dir=Path(folder).expanduser(),
             database_url=env.get("SATCHEL_DATABASE_URL") or None,
             formation=formation_from_env(env),
+            formation_backoff=_seconds(env, "SATCHEL_FORMATION_BACKOFF", default.formation_backoff),
+            formation_attempts=_count(
+                env, "SATCHEL_FORMATION_ATTEMPTS", default.formation_attempts, MAX_ATTEMPTS
+            ),
             body_timeout=_seconds(env, "SATCHEL_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT),
             artifact_object_bytes=object_bytes,
             artifact_bytes=_count(
@@ -193,7 +204,8 @@ def _address(env: Mapping[str, str], name: str) -> tuple[str, int] | None:
 
 def formation_from_env(env: Mapping[str, str]) -> ModelClientSettings | None:
     """`SATCHEL_FORMATION_MODEL` and `_BASE_URL` (both, or no model), `_API_KEY_ENV` (the name
-    of the variable holding the key) and `_ALLOWED_HOSTS` (comma-separated; default loopback)."""
+    of the variable holding the key), `_ALLOWED_HOSTS` (comma-separated; default loopback),
+    `_TIMEOUT` (seconds a request may take) and `_RETRIES` (resends of a failed request)."""
     model = env.get("SATCHEL_FORMATION_MODEL", "").strip()
     base_url = env.get("SATCHEL_FORMATION_BASE_URL", "").strip()
     if not model or not base_url:
@@ -206,4 +218,8 @@ def formation_from_env(env: Mapping[str, str]) -> ModelClientSettings | None:
         base_url=base_url,
         api_key_env=env.get("SATCHEL_FORMATION_API_KEY_ENV", "").strip() or None,
         allowed_hosts=tuple(h for h in hosts if h) or LOOPBACK_HOSTS,
+        timeout=_seconds(env, "SATCHEL_FORMATION_TIMEOUT", DEFAULT_MODEL_TIMEOUT),
+        retries=_count(
+            env, "SATCHEL_FORMATION_RETRIES", DEFAULT_MODEL_RETRIES, MAX_MODEL_RETRIES, least=0
+        ),
     )

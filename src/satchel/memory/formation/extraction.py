@@ -13,6 +13,9 @@ from satchel.memory.store.entities import normalize
 
 CODE_VERSION = "satchel.memory.formation/1"
 MAX_CLAIMS = 64
+CHARACTERS_PER_CLAIM = 16  # a turn may have one claim per this many characters, at least one
+CLAIM_TOKENS = 160  # output tokens allowed for one claim: its fields, a statement and a quote
+REPLY_TOKENS = 16  # output tokens of the reply around its claims
 MAX_NAME_CHARS = 256
 MAX_STATEMENT_CHARS = 1_024
 MAX_QUOTE_CHARS = 4_096
@@ -34,21 +37,67 @@ the subject is "I". Never a pronoun such as he, she, it or they.
 - "asserted": false when the message only asks, supposes, plans hypothetically or denies it.
 - "current": false when the fact was true only in the past and no longer holds.
 - "confidence": a number from 0 to 1.
-- "valid_from": optional ISO 8601 date when the message says since when the fact holds.
+- "valid_from": an ISO 8601 date when the message says since when the fact holds, else null.
 Extract only what a message states; invent nothing. With nothing to extract, answer \
-{"claims": []}.
+{"claims": []}. Give at most LIMIT claims.
 Allowed predicates: """
 
-PROMPT_ID = "extract/1:" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:12]
+PROMPT_ID = "extract/2:" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:12]
+SCHEMA_NAME = "claims"
 
 
-def prompt(messages: list[StoredMessage], predicates: list[str]) -> list[dict[str, str]]:
-    """The chat request: instructions with the vocabulary, then the turn's numbered messages."""
+def claim_limit(messages: list[StoredMessage]) -> int:
+    """How many claims the prompt allows for the turn: one per `CHARACTERS_PER_CLAIM` characters
+    (a short sentence states a fact), at least one and at most `MAX_CLAIMS`."""
+    characters = sum(len(m.content) for m in messages)
+    return min(MAX_CLAIMS, max(1, -(-characters // CHARACTERS_PER_CLAIM)))
+
+
+def output_tokens(limit: int) -> int:
+    """The output limit of a reply holding `limit` claims."""
+    return REPLY_TOKENS + limit * CLAIM_TOKENS
+
+
+def prompt(
+    messages: list[StoredMessage], predicates: list[str], limit: int
+) -> list[dict[str, str]]:
+    """The chat request: instructions with the claim limit and the vocabulary, then the turn's
+    numbered messages."""
+    instructions = SYSTEM_PROMPT.replace("LIMIT", str(limit)) + ", ".join(sorted(predicates))
     turn = "\n\n".join(f"[message {m.ordinal}] {m.role}:\n{m.content}" for m in messages)
     return [
-        {"role": "system", "content": SYSTEM_PROMPT + ", ".join(sorted(predicates)) + "."},
+        {"role": "system", "content": instructions + "."},
         {"role": "user", "content": turn},
     ]
+
+
+def claims_schema(predicates: list[str], limit: int) -> dict[str, Any]:
+    """The JSON schema of a reply: at most `limit` claims, each with every field the prompt
+    names and a predicate of the vocabulary."""
+    fields: dict[str, Any] = {
+        "subject": {"type": "string"},
+        "predicate": {"enum": sorted(predicates)},
+        "object": {"type": "string"},
+        "statement": {"type": "string"},
+        "quote": {"type": "string"},
+        "message": {"type": "integer"},
+        "asserted": {"type": "boolean"},
+        "current": {"type": "boolean"},
+        "confidence": {"type": "number"},
+        "valid_from": {"type": ["string", "null"]},
+    }
+    claim = {
+        "type": "object",
+        "properties": fields,
+        "required": list(fields),
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"claims": {"type": "array", "items": claim, "maxItems": limit}},
+        "required": ["claims"],
+        "additionalProperties": False,
+    }
 
 
 def claims_of(reply: dict[str, Any]) -> list[Any] | None:

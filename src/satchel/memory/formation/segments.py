@@ -244,13 +244,15 @@ SUMMARY_PROMPT = (
     " the summary text only."
 )
 PASSAGE_CHARACTERS = 4_000  # each passage sent to the model is clipped to this
+SUMMARY_TOKENS = 320  # the output limit of a summary: five sentences and some room
 
 
 class ModelSummarizer:
     """Summaries from an OpenAI-compatible chat model at temperature 0, through a `ChatModel`
-    (made from `ModelClientSettings`: base URL, model, key variable, allowed hosts; a host not
-    allowed is refused there). A failed call or an empty reply raises `ModelError`, whose
-    message holds no model text. The caller owns and closes the client.
+    (made from `ModelClientSettings`: base URL, model, key variable, allowed hosts, timeout and
+    retries; a host not allowed is refused there), at most `SUMMARY_TOKENS` tokens each (a
+    reply cut there is kept as it is). A failed call or an empty reply raises `ModelError`,
+    whose message holds no model text. The caller owns and closes the client.
     """
 
     def __init__(self, chat: ChatModel) -> None:
@@ -264,7 +266,8 @@ class ModelSummarizer:
             [
                 {"role": "system", "content": SUMMARY_PROMPT},
                 {"role": "user", "content": passages},
-            ]
+            ],
+            max_tokens=SUMMARY_TOKENS,
         )
         summary = reply.strip()
         if not summary:

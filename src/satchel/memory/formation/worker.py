@@ -20,8 +20,12 @@ from satchel.memory.formation.extraction import (
     CODE_VERSION,
     MAX_CLAIMS,
     PROMPT_ID,
+    SCHEMA_NAME,
     bounded,
+    claim_limit,
     claims_of,
+    claims_schema,
+    output_tokens,
     prompt,
     screen,
 )
@@ -68,8 +72,16 @@ class Tally:
 async def extract(
     model: ChatModel, messages: list[StoredMessage], vocabulary: dict[str, str]
 ) -> list[Candidate | RejectedClaim]:
-    """Ask the model for the turn's claims and screen each; a bad reply is a `ModelError`."""
-    reply = await model.complete_json(prompt(messages, list(vocabulary)))
+    """Ask the model for the turn's claims (the prompt and schema allow the turn's claim limit,
+    the output limit is sized to it) and screen each, up to `MAX_CLAIMS`; a bad, cut or late
+    reply is a `ModelError`."""
+    limit = claim_limit(messages)
+    reply = await model.complete_json(
+        prompt(messages, list(vocabulary), limit),
+        schema=claims_schema(list(vocabulary), limit),
+        name=SCHEMA_NAME,
+        max_tokens=output_tokens(limit),
+    )
     claims = claims_of(reply)
     if claims is None:
         raise ModelError("reply has no claims list")
