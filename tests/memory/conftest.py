@@ -27,6 +27,8 @@ import pytest
 from client_kit import FLAVOURS, client_for, close
 from external_postgres import start_external
 from memory_kit import LiveServer, with_database
+from model_server import ModelServer
+from records_kit import api
 
 from satchel.memory.config import MemorySettings
 from satchel.memory.store.database import migrate
@@ -227,3 +229,17 @@ async def memory(live_server: LiveServer, flavour: str) -> AsyncIterator[Any]:
     client = client_for(live_server, flavour, live_server.token("alpha"))
     yield client
     await close(client)
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    """A scripted loopback model server (formation's chat model and embeddings) for the test."""
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def http(live_server: LiveServer) -> Iterator[httpx.Client]:
+    """A client of the live server holding project alpha's token."""
+    with api(live_server) as client:
+        yield client

@@ -8,11 +8,9 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from formation_kit import claim
 from model_server import ModelServer, Reply, text_of
@@ -30,12 +28,6 @@ KINDS = {
     "dates",
     "none",
 }
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
 
 
 def scripted(body: dict[str, Any]) -> Reply:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import httpx
 import numpy as np
 import pytest
 from formation_kit import observe, rows
 from memory_kit import LiveServer
-from records_kit import api
 
 from satchel.memory.config import MemorySettings
 from satchel.memory.formation.worker import Tally, Worker
@@ -42,12 +41,6 @@ class ErasingMidway:
 @pytest.fixture
 def memory_settings() -> MemorySettings:
     return MemorySettings(form_on_store=False)
-
-
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
 
 
 def one_pass(url: str, embedder: ErasingMidway) -> Tally:

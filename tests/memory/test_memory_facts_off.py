@@ -40,12 +40,6 @@ def data_dir() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
-
-
 def recall(client: httpx.Client, question: str, **controls: Any) -> dict[str, Any]:
     answer = client.post("/v1/recalls", json={"question": question, **controls})
     assert answer.status_code == 200, answer.text

@@ -3,7 +3,6 @@ their reasons; quote location; the extractor pinned per turn; the host allowlist
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 from formation_kit import MODEL, claim, freshness, observe, passes, rows, with_model
 from memory_kit import LiveServer
 from model_server import ModelServer
-from records_kit import api
 
 from satchel.memory.config import MemorySettings, ModelClientSettings, formation_from_env
 from satchel.memory.domain import StoredMessage
@@ -33,18 +31,6 @@ HOME = "Hi! We moved in spring and   I live in\n  Cork now. My sister Maeve work
 @pytest.fixture
 def memory_settings() -> MemorySettings:
     return MemorySettings(form_on_store=False)
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
 
 
 def recall(http: httpx.Client, question: str, **controls: Any) -> list[dict[str, Any]]:

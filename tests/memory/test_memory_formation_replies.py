@@ -6,7 +6,6 @@ the form it took is kept; a failed request is sent again."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +14,6 @@ import pytest
 from formation_kit import claim, freshness, observe, passes, rows, with_model
 from memory_kit import LiveServer
 from model_server import Failure, ModelServer, Reply, Slow, text_of
-from records_kit import api
 
 from satchel.memory.config import MemorySettings, SettingError
 from satchel.memory.formation.extraction import CHARACTERS_PER_CLAIM, output_tokens
@@ -28,18 +26,6 @@ FACT = {"claims": [claim("I", "lives_in", "Cork", "I live in Cork.")]}
 @pytest.fixture
 def memory_settings() -> MemorySettings:
     return MemorySettings(form_on_store=False)
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
 
 
 def with_client(settings: MemorySettings, **changes: Any) -> MemorySettings:

@@ -32,12 +32,6 @@ def memory_settings() -> MemorySettings:
     return MemorySettings(form_on_store=False)
 
 
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
 def scrape(base_url: str) -> Samples:
     answer = httpx.get(base_url + "/metrics", timeout=10)
     assert answer.status_code == 200, answer.text

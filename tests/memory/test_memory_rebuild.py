@@ -7,7 +7,6 @@ import json
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +17,6 @@ from formation_kit import claim, observe, passes, with_model
 from memory_kit import LiveServer
 from memory_process import environment, satchel
 from model_server import ModelServer, Reply, text_of
-from records_kit import api
 
 from satchel.memory.config import MemorySettings
 
@@ -31,12 +29,6 @@ TONGUE = "I speak Irish at home."
 @pytest.fixture
 def memory_settings() -> MemorySettings:
     return MemorySettings(form_on_store=False)
-
-
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
 
 
 def scripted(setup: str) -> ModelServer:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,7 +14,6 @@ from formation_kit import claim, observe, passes, rows, with_model
 from memory_kit import LiveServer
 from memory_process import environment, satchel
 from model_server import ModelServer
-from records_kit import api
 
 from satchel.memory.config import MemorySettings
 
@@ -36,18 +34,6 @@ EVIDENCE = (
 @pytest.fixture
 def memory_settings() -> MemorySettings:
     return MemorySettings(form_on_store=False)
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
 
 
 def form(live_server: LiveServer, http: httpx.Client, model: ModelServer) -> list[str]:

@@ -34,18 +34,6 @@ def memory_settings() -> MemorySettings:
 
 
 @pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def http(live_server: LiveServer) -> Iterator[httpx.Client]:
-    with api(live_server) as client:
-        yield client
-
-
-@pytest.fixture
 def data_dir() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="satchel-worker-"))
     try:
