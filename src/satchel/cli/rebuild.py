@@ -67,6 +67,11 @@ def _model(settings: MemorySettings) -> ModelClientSettings:
 def _show(job: Job, as_json: bool) -> None:
     fields = _plain(dataclasses.asdict(job))
     fields["job_id"] = fields.pop("id")
+    _print(fields, as_json)
+
+
+def _print(fields: dict[str, Any], as_json: bool) -> None:
+    """`fields` as one JSON object, or one `name: value` line each."""
     if as_json:
         typer.echo(json.dumps(fields))
         return
@@ -95,12 +100,7 @@ def rebuild_facts(
     model = _model(settings)
     with _deployment(settings) as url:
         done = _run(rebuild_source(url, model, project, source_id, _key(key)))
-    fields = _plain(dataclasses.asdict(done))
-    if as_json:
-        typer.echo(json.dumps(fields))
-        return
-    for name, value in fields.items():
-        say(f"{name}: {value}")
+    _print(_plain(dataclasses.asdict(done)), as_json)
 
 
 @rebuild_app.command("project", cls=Command)
