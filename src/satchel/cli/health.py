@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import uuid
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -20,23 +18,10 @@ from rich.text import Text
 from satchel.cli.conventions import Command
 from satchel.cli.extras import require
 from satchel.cli.memory import DatabaseUrl, DataDir, _deployment, _memory_settings, formation_app
-from satchel.cli.output import console, say
+from satchel.cli.output import console, plain, say
 from satchel.cli.tables import fitted
 
 PARKED_SHOWN = 1000  # the most parked turns one listing shows
-
-
-def _plain(value: Any) -> Any:
-    """A report's value as JSON takes it: times in ISO 8601, ids as text."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 def health(
@@ -66,7 +51,7 @@ def health(
     with _deployment(settings) as url:
         report = read(url, window)
     if as_json:
-        body = _plain(dataclasses.asdict(report))
+        body = plain(dataclasses.asdict(report))
         slots = report.connections
         body["connections"] = {
             "in_use": slots.in_use,
@@ -138,7 +123,7 @@ def formation_parked(
         turns = parked_turns(url, project, PARKED_SHOWN)
     if as_json:
         for turn in turns:
-            typer.echo(json.dumps(_plain(dataclasses.asdict(turn))))
+            typer.echo(json.dumps(plain(dataclasses.asdict(turn))))
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
     columns = ("id", "project", "failure", "attempts", "parked", "offset", "kind", "stored")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+import uuid
+from datetime import datetime
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -25,3 +27,16 @@ def fail(message: str, code: int) -> NoReturn:
     """Print `message` as an error and leave the command with exit code `code`."""
     say_error(message)
     raise typer.Exit(code)
+
+
+def plain(value: Any) -> Any:
+    """A report's value as JSON takes it: times in ISO 8601, ids as text."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value

@@ -17,9 +17,8 @@ from rich.progress import Progress
 
 from satchel.cli.conventions import Command, group
 from satchel.cli.extras import require
-from satchel.cli.health import _plain
 from satchel.cli.memory import DatabaseUrl, DataDir, _deployment, _memory_settings
-from satchel.cli.output import fail, say
+from satchel.cli.output import fail, plain, say
 
 if TYPE_CHECKING:
     from satchel.memory.config import MemorySettings, ModelClientSettings
@@ -65,7 +64,7 @@ def _model(settings: MemorySettings) -> ModelClientSettings:
 
 
 def _show(job: Job, as_json: bool) -> None:
-    fields = _plain(dataclasses.asdict(job))
+    fields = plain(dataclasses.asdict(job))
     fields["job_id"] = fields.pop("id")
     _print(fields, as_json)
 
@@ -100,7 +99,7 @@ def rebuild_facts(
     model = _model(settings)
     with _deployment(settings) as url:
         done = _run(rebuild_source(url, model, project, source_id, _key(key)))
-    _print(_plain(dataclasses.asdict(done)), as_json)
+    _print(plain(dataclasses.asdict(done)), as_json)
 
 
 @rebuild_app.command("project", cls=Command)
