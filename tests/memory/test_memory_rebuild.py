@@ -192,33 +192,10 @@ def test_one_job_per_project_status_cancel_and_one_source(
         assert "rebuilding" not in http.get("/v1/freshness").json()
         calls = len(model_b.requests)
 
-        one = job_of(
-            rebuild(
-                url,
-                model_b,
-                "facts",
-                "--project",
-                "alpha",
-                "--source",
-                receipts[1]["id"],
-                "--key",
-                second,
-            )
-        )
+        one_source = ("facts", "--project", "alpha", "--source", receipts[1]["id"], "--key", second)
+        one = job_of(rebuild(url, model_b, *one_source))
         assert (one["facts_admitted"], one["facts_retired"], one["replayed"]) == (1, 1, False)
-        replay = job_of(
-            rebuild(
-                url,
-                model_b,
-                "facts",
-                "--project",
-                "alpha",
-                "--source",
-                receipts[1]["id"],
-                "--key",
-                second,
-            )
-        )
+        replay = job_of(rebuild(url, model_b, *one_source))
         assert replay == {**one, "replayed": True}
         assert len(model_b.requests) == calls + 1
     [work] = recall(http, "works_at")

@@ -17,6 +17,7 @@ from satchel.memory.formation.model import ChatModel, ModelError
 from satchel.memory.formation.worker import extract
 from satchel.memory.service.rebuilds import Published, RebuildRefused, begin, publish
 from satchel.memory.store import formation, rebuilds
+from satchel.memory.store import retention as projects
 from satchel.memory.store.database import Conn
 from satchel.memory.store.rebuilds import Job, Source
 
@@ -44,7 +45,7 @@ def extractor_of(settings: ModelClientSettings) -> Extractor:
 
 
 async def _project_id(conn: Conn, project: str) -> int:
-    project_id = await rebuilds.project_id_of(conn, project)
+    project_id = await projects.project_id(conn, project)
     if project_id is None:
         raise RebuildRefused(f"no project is named {project!r}: see satchel tokens list")
     return project_id

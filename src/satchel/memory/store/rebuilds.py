@@ -70,12 +70,6 @@ class Blocked:
     object: str | None
 
 
-async def project_id_of(conn: Conn, project: str) -> int | None:
-    cursor = await conn.execute("SELECT id FROM projects WHERE name = %s", (project,))
-    row = await cursor.fetchone()
-    return None if row is None else int(row[0])
-
-
 async def source(conn: Conn, project_id: int, observation_id: uuid.UUID) -> Source | None:
     """The project's observation `observation_id`, or None (unknown, or erased)."""
     async with conn.cursor(row_factory=class_row(Source)) as cursor:
@@ -207,34 +201,27 @@ async def mark_reformed(
     )
 
 
-async def job(conn: Conn, project_id: int, key: uuid.UUID) -> Job | None:
+async def _one_job(conn: Conn, condition: str, params: tuple[object, ...]) -> Job | None:
+    """The first of the project's jobs that `condition` (on `j`, ordering included) selects."""
     async with conn.cursor(row_factory=class_row(Job)) as cursor:
         await cursor.execute(
             f"SELECT {JOB_COLUMNS} FROM rebuild_jobs j JOIN projects p ON p.id = j.project_id"
-            " WHERE j.project_id = %s AND j.rebuild_key = %s",
-            (project_id, key),
+            f" WHERE j.project_id = %s AND {condition}",
+            params,
         )
         return await cursor.fetchone()
+
+
+async def job(conn: Conn, project_id: int, key: uuid.UUID) -> Job | None:
+    return await _one_job(conn, "j.rebuild_key = %s", (project_id, key))
 
 
 async def active_job(conn: Conn, project_id: int) -> Job | None:
-    async with conn.cursor(row_factory=class_row(Job)) as cursor:
-        await cursor.execute(
-            f"SELECT {JOB_COLUMNS} FROM rebuild_jobs j JOIN projects p ON p.id = j.project_id"
-            " WHERE j.project_id = %s AND j.status = 'active'",
-            (project_id,),
-        )
-        return await cursor.fetchone()
+    return await _one_job(conn, "j.status = 'active'", (project_id,))
 
 
 async def latest_job(conn: Conn, project_id: int) -> Job | None:
-    async with conn.cursor(row_factory=class_row(Job)) as cursor:
-        await cursor.execute(
-            f"SELECT {JOB_COLUMNS} FROM rebuild_jobs j JOIN projects p ON p.id = j.project_id"
-            " WHERE j.project_id = %s ORDER BY j.created_at DESC, j.id LIMIT 1",
-            (project_id,),
-        )
-        return await cursor.fetchone()
+    return await _one_job(conn, "true ORDER BY j.created_at DESC, j.id LIMIT 1", (project_id,))
 
 
 async def start_job(conn: Conn, project_id: int, key: uuid.UUID, version: str) -> bool:
