@@ -291,9 +291,9 @@ async def test_no_answer_is_unavailable_with_status_zero(flavour: str) -> None:
 HELD = b'{"question": "who works at Ensera?"}'
 
 
-def hold(server: LiveServer, token: str) -> socket.socket | None:
+def hold(server: LiveServer, token: str) -> socket.socket | str:
     """A recall admitted and left waiting for the rest of its body, holding the token's slot;
-    None if the deployment answered it instead (a busy machine can refuse its first lookup)."""
+    else why not (a busy machine can refuse its first lookup, or a probe can take the slot)."""
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     sock.sendall(
         b"POST /v1/recalls HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
@@ -302,27 +302,34 @@ def hold(server: LiveServer, token: str) -> socket.socket | None:
     )
     headers = {"Authorization": f"Bearer {token}"}
     deadline = time.monotonic() + 20
+    why = "no probe was refused within 20 s"
     while time.monotonic() < deadline:
         if select.select([sock], [], [], 0)[0]:
-            break  # answered, so not held
+            why = "answered: " + sock.recv(200).split(b"\r\n", 1)[0].decode(errors="replace")
+            break
         if httpx.get(f"{server.base_url}/v1/freshness", headers=headers).status_code == 429:
             return sock
         time.sleep(0.02)
     sock.close()
-    return None
+    return why
 
 
 @contextmanager
 def holding(server: LiveServer, token: str) -> Iterator[socket.socket]:
-    """`hold`, tried again while a probe took the slot first (a race that grows with the
-    machine's load), up to ten times; the socket is closed on the way out."""
-    for _ in range(10):
-        sock = hold(server, token)
-        if sock is not None:
-            with sock:
-                yield sock
+    """`hold`, tried again for up to a minute while the slot is taken (by a probe, or by a
+    request of the test that the deployment is still answering: a race that grows with the
+    machine's load); the socket is closed on the way out."""
+    why = ""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        held = hold(server, token)
+        if isinstance(held, socket.socket):
+            with held:
+                yield held
             return
-    raise AssertionError("the held request was never admitted")
+        why = held
+        time.sleep(0.25)
+    raise AssertionError(f"the held request was never admitted (last: {why})")
 
 
 def release_later(sock: socket.socket, seconds: float) -> threading.Thread:
