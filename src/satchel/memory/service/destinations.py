@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from satchel.memory.config import NotifySettings
+from satchel.memory.domain import Invalid
 
 MAX_URL_BYTES = 2048
 
@@ -22,8 +23,10 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[Address]]]
 
 
-class DestinationRefused(ValueError):
+class DestinationRefused(Invalid):
     """A destination the policy does not allow; the message says why and what to do."""
+
+    default_code = "invalid_destination"
 
 
 @dataclass(frozen=True, slots=True)
