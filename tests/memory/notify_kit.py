@@ -56,7 +56,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the name http.server calls)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 seen = Received(self.path, dict(self.headers.items()), self.rfile.read(length))
                 receiver.received.append(seen)
