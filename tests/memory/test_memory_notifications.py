@@ -137,6 +137,9 @@ def test_a_receiver_that_cannot_be_reached_ends_parked_with_a_category(
     [row] = deliveries(http)
     assert (row["attempts"], row["last_error"]) == (ATTEMPTS, "connection refused")
     assert "parked_at" in row and "last_status" not in row
+    scraped = httpx.get(live_server.base_url + "/metrics").text
+    assert "satchel_memory_notification_deliveries_parked 1.0" in scraped
+    assert "satchel_memory_notification_deliveries_pending 0.0" in scraped
 
 
 def test_a_certificate_the_deployment_does_not_trust_is_a_tls_failure(
