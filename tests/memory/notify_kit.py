@@ -181,4 +181,4 @@ def observe(http: httpx.Client, content: str = "the kettle is on") -> None:
 
 def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(url) as conn:
-        return conn.execute(sql).fetchall()  # type: ignore[arg-type]
+        return conn.execute(sql).fetchall()

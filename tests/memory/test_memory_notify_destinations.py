@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from memory_kit import LiveServer
 from notify_kit import Receiver, deliveries, form, notify_settings, observe, send_until
 from notify_kit import settled as all_settled
+from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.config import MemorySettings, NotifySettings, SettingError
 from satchel.memory.formation.delivery_wire import Wire
 from satchel.memory.formation.notifier import Notifier
+from satchel.memory.service import notifications
 from satchel.memory.service.destinations import Address
+from satchel.memory.store.notifications import DueDelivery
 
 SECRET_PART = "hunter2"
 
@@ -82,16 +86,12 @@ def test_a_destination_no_longer_allowed_is_final_before_sending(
 
 
 async def _register_directly(live_server: LiveServer, url: str, settings: NotifySettings) -> None:
-    from psycopg_pool import AsyncConnectionPool
-
-    from satchel.memory.service import notifications
-
     async with AsyncConnectionPool(live_server.database_url, open=False) as pool:
         project = await _project_id(pool)
         await notifications.register(pool, project, url, settings)
 
 
-async def _project_id(pool: Any) -> int:
+async def _project_id(pool: AsyncConnectionPool) -> int:
     async with pool.connection() as conn:
         cursor = await conn.execute("SELECT id FROM projects WHERE name = 'alpha'")
         row = await cursor.fetchone()
@@ -138,12 +138,7 @@ def test_a_destination_resolving_private_before_delivery_is_not_permitted(
     assert receiver.received == []
 
 
-def _due(url: str) -> Any:
-    import uuid
-    from datetime import UTC, datetime
-
-    from satchel.memory.store.notifications import DueDelivery
-
+def _due(url: str) -> DueDelivery:
     return DueDelivery(uuid.uuid4(), "alpha", 1, 1, 0, datetime.now(UTC), 0, url, "s" * 64)
 
 
