@@ -12,8 +12,9 @@ One rule of the contract is beyond what a JSON Schema can state: a turn's group 
 0 and rise by 0 or 1 from one message to the next. Generated observations get their ordinals
 renumbered to keep it (`contiguous`); everything else is sent exactly as generated.
 
-The routes this deployment does not provide (`routes/unavailable.py`) always refuse with their
-documented 501 or 503, so for them only the documented-answer checks apply.
+The routes this deployment does not provide (`routes/unavailable.py`), and the notification routes
+of a deployment with no destination configured, always refuse with their documented 501 or 503,
+so for them only the documented-answer checks apply.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from satchel.memory.api.routes.notifications import router as notifications
 from satchel.memory.api.routes.unavailable import router as unavailable
 
 EXAMPLES = 30  # per operation, of schema-valid requests
@@ -46,7 +48,10 @@ CHECKS = [
     positive_data_acceptance,
 ]
 DOCUMENTED = [status_code_conformance, content_type_conformance, response_schema_conformance]
-UNAVAILABLE = {route.path for route in unavailable.routes}  # type: ignore[attr-defined]
+UNAVAILABLE = {  # with no destination configured, notifications too
+    route.path  # type: ignore[attr-defined]
+    for route in [*unavailable.routes, *notifications.routes]
+}
 
 settings.register_profile(
     "memory-fuzz",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +22,9 @@ MAX_ARTIFACT_OBJECTS = 100_000
 MAX_BACKLOG = 1_000_000
 MAX_POOL_SIZE = 262_143  # PostgreSQL's own ceiling on max_connections
 DEFAULT_WORKER_AGE = 300.0  # seconds: a worker that reported in this recently is alive
+DEFAULT_NOTIFY_TIMEOUT = 10.0  # seconds one delivery attempt may take
+MAX_NOTIFY_ATTEMPTS = 20
+HOST_ENTRY = re.compile(r"\.?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
 YES = ("true", "on", "yes", "1")
 NO = ("false", "off", "no", "0")
 
@@ -38,6 +42,22 @@ class ModelClientSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     timeout: float = DEFAULT_MODEL_TIMEOUT
     retries: int = DEFAULT_MODEL_RETRIES
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """Where notifications may go and how they are sent: `destinations`, the hosts allowed (an
+    exact name, or `.example.com` for its subdomains); `permit_private`: a destination may be an
+    address only the deployment can reach; `backoff`: seconds before the first retry (doubling
+    after each failed attempt); `attempts`: the most attempts before a delivery is parked;
+    `timeout`: seconds one attempt may take; `ca_file`: extra certificates to trust."""
+
+    destinations: tuple[str, ...]
+    permit_private: bool = False
+    backoff: float = 5.0
+    attempts: int = 6
+    timeout: float = DEFAULT_NOTIFY_TIMEOUT
+    ca_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +79,7 @@ class MemorySettings:
     (host, port) instead of the API's; `metrics_per_project`: series by project name as well.
     `require_worker`: `/ready` says not ready unless a worker reported in within this many
     seconds (None: a worker is not required).
+    `notify`: where and how notifications are sent (None: no destination, none are).
     """
 
     data_dir: Path = DEFAULT_DATA_DIR
@@ -86,6 +107,7 @@ class MemorySettings:
     metrics_address: tuple[str, int] | None = None
     metrics_per_project: bool = False
     require_worker: float | None = None
+    notify: NotifySettings | None = None
 
     def for_worker(self) -> MemorySettings:
         """The same settings for a deployment whose turns a worker forms."""
@@ -135,6 +157,7 @@ class MemorySettings:
                 env, "SATCHEL_METRICS_PER_PROJECT", default.metrics_per_project
             ),
             require_worker=_worker_age(env, "SATCHEL_REQUIRE_WORKER"),
+            notify=notify_from_env(env),
         )
 
 
@@ -222,4 +245,32 @@ def formation_from_env(env: Mapping[str, str]) -> ModelClientSettings | None:
         retries=_count(
             env, "SATCHEL_FORMATION_RETRIES", DEFAULT_MODEL_RETRIES, MAX_MODEL_RETRIES, least=0
         ),
+    )
+
+
+def notify_from_env(env: Mapping[str, str]) -> NotifySettings | None:
+    """`SATCHEL_NOTIFY_DESTINATIONS` (comma-separated hosts; unset: None), `_PERMIT_PRIVATE`,
+    `_BACKOFF`, `_ATTEMPTS`, `_TIMEOUT` and `_CA_FILE`."""
+    name = "SATCHEL_NOTIFY_DESTINATIONS"
+    entries = [h.strip().lower() for h in env.get(name, "").split(",")]
+    hosts = tuple(h for h in entries if h)
+    if not hosts:
+        return None
+    for host in hosts:
+        if not HOST_ENTRY.fullmatch(host):
+            raise SettingError(
+                f"{name} holds {host!r}: each entry must be a host name (hooks.example.com) or"
+                " a dot and a domain (.example.com), with no scheme, port or path"
+            )
+    default = NotifySettings(hosts)
+    ca_text = env.get("SATCHEL_NOTIFY_CA_FILE", "").strip()
+    if ca_text and not Path(ca_text).expanduser().is_file():
+        raise SettingError(f"SATCHEL_NOTIFY_CA_FILE must name a certificate file, not {ca_text!r}")
+    return NotifySettings(
+        destinations=hosts,
+        permit_private=_switch(env, "SATCHEL_NOTIFY_PERMIT_PRIVATE", default.permit_private),
+        backoff=_seconds(env, "SATCHEL_NOTIFY_BACKOFF", default.backoff),
+        attempts=_count(env, "SATCHEL_NOTIFY_ATTEMPTS", default.attempts, MAX_NOTIFY_ATTEMPTS),
+        timeout=_seconds(env, "SATCHEL_NOTIFY_TIMEOUT", default.timeout),
+        ca_file=Path(ca_text).expanduser() if ca_text else None,
     )

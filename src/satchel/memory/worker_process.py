@@ -34,17 +34,21 @@ def command(parent: int) -> list[str]:
 
 
 async def run_until_stopped(url: str, settings: MemorySettings, parent: int | None) -> None:
-    """Run a worker until SIGINT or SIGTERM, or until process `parent` is no longer ours."""
+    """Run a worker (and, with destinations configured, the notification sender) until SIGINT or
+    SIGTERM, or until process `parent` is no longer ours."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):  # first: importing and loading take a while
         loop.add_signal_handler(signum, stop.set)
+    from satchel.memory.formation.notifier import Notifier
     from satchel.memory.formation.worker import Worker
 
-    worker = Worker(url, settings)
+    tasks = [Worker(url, settings).run(stop)]
+    if settings.notify is not None:  # the sender beside formation, on a connection of its own
+        tasks.append(Notifier(url, settings.notify, poll=settings.worker_poll).run(stop))
     watch = asyncio.create_task(_watch_parent(parent, stop)) if parent else None
     try:
-        await worker.run(stop)
+        await asyncio.gather(*tasks)
     finally:
         if watch is not None:
             watch.cancel()

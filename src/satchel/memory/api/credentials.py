@@ -19,7 +19,7 @@ from contextlib import aclosing
 
 import psycopg
 
-from satchel.memory.store.notifications import CREDENTIALS_CHANNEL, changes
+from satchel.memory.store.listening import CREDENTIALS_CHANNEL, changes
 
 CHANNEL = CREDENTIALS_CHANNEL
 REMEMBERED = 4096  # grants kept; the least recently used is forgotten first

@@ -134,6 +134,12 @@ class DatabaseCollector(Collector):
             "Seconds since the freshest running worker reported in (+Inf: none runs).",
             value=age,
         )
+        deliveries = (
+            ("pending", "Notification deliveries waiting to be sent.", figures.deliveries_pending),
+            ("parked", "Notification deliveries parked (not sent).", figures.deliveries_parked),
+        )
+        for state, text, value in deliveries:
+            yield GaugeMetricFamily(PREFIX + f"notification_deliveries_{state}", text, value=value)
         labels = ["project"] if self.by_project else []
         logs = (
             (

@@ -1,7 +1,8 @@
 """Clients for the v1 contract, synchronous and asynchronous, with nothing of any framework.
 
 `MemoryClient` and `AsyncMemoryClient` cover every v1 operation with the same methods; errors are
-`MemoryServiceError` and its subclasses; `Retries` says when a refused call is sent again.
+`MemoryServiceError` and its subclasses; `Retries` says when a refused call is sent again;
+`verify_delivery` checks a notification delivery in a receiver.
 See docs/memory/client.md.
 """
 
@@ -18,6 +19,7 @@ from satchel.memory.client.errors import (
     Unauthenticated,
     Unavailable,
 )
+from satchel.memory.client.notifications import verify_delivery
 
 __all__ = [
     "AsyncMemoryClient",
@@ -33,4 +35,5 @@ __all__ = [
     "TooLarge",
     "Unauthenticated",
     "Unavailable",
+    "verify_delivery",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from satchel.memory.store.database import Conn
+from satchel.memory.store.notifications import waiting_counts
 
 FIGURES = """
 WITH pending AS (
@@ -56,7 +57,8 @@ class LogFigures:
 @dataclass(frozen=True, slots=True)
 class Figures:
     """The workers' totals (rows of stopped workers included), how many reported in recently,
-    the seconds since the freshest running worker's beat (None: none runs), and the logs."""
+    the seconds since the freshest running worker's beat (None: none runs), the logs, and the
+    notification deliveries waiting to be sent and parked."""
 
     formed: int
     failed: int
@@ -64,6 +66,8 @@ class Figures:
     live_workers: int
     beat_age: float | None
     logs: list[LogFigures]
+    deliveries_pending: int = 0
+    deliveries_parked: int = 0
 
 
 async def figures(conn: Conn, *, by_project: bool, live_within: float) -> Figures:
@@ -78,4 +82,5 @@ async def figures(conn: Conn, *, by_project: bool, live_within: float) -> Figure
     ]
     if not by_project and not logs:
         logs = [LogFigures(None, 0, 0, 0, 0.0)]
-    return Figures(formed, failed, embedded, live, beat_age, logs)
+    pending, parked = await waiting_counts(conn)
+    return Figures(formed, failed, embedded, live, beat_age, logs, pending, parked)

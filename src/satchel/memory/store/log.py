@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from satchel.memory.store.database import Conn
+from satchel.memory.store.notifications import SAVE_DELIVERIES
 
 # The messages of the turns written, in one insert.
 _SAID = (
@@ -178,19 +179,25 @@ async def claim_offset(conn: Conn, project_id: int) -> int:
     return offset
 
 
+# The one statement that moves the formed watermark, saving a notification delivery for each of
+# the project's live endpoints when it moved forward.
+_RECOMPUTE_FORMED = (
+    "WITH moved AS (UPDATE projects SET turn_revision = turn_revision + 1, formed = ("
+    " SELECT CASE WHEN u.low IS NULL THEN projects.stored WHEN u.low = 0 THEN NULL"
+    "  ELSE u.low - 1 END"
+    " FROM (SELECT min(log_offset) AS low FROM observations WHERE project_id = %(p)s"
+    "       AND formed_at IS NULL AND parked_at IS NULL) u"
+    ") WHERE id = %(p)s RETURNING old.formed AS was, new.formed AS formed, new.stored AS stored),"
+    + SAVE_DELIVERIES
+)
+
+
 async def recompute_formed(conn: Conn, project_id: int) -> None:
     """`formed` is one below the lowest turn neither formed nor parked, else the highest claimed
     offset (`stored`), so erasing the newest turns does not move it back; the project's turn
-    revision counts one up."""
-    await conn.execute(
-        "UPDATE projects SET turn_revision = turn_revision + 1, formed = ("
-        " SELECT CASE WHEN u.low IS NULL THEN projects.stored WHEN u.low = 0 THEN NULL"
-        "  ELSE u.low - 1 END"
-        " FROM (SELECT min(log_offset) AS low FROM observations WHERE project_id = %(p)s"
-        "       AND formed_at IS NULL AND parked_at IS NULL) u"
-        ") WHERE id = %(p)s",
-        {"p": project_id},
-    )
+    revision counts one up. When `formed` moves forward, a notification delivery is saved in
+    the same statement for each of the project's live endpoints."""
+    await conn.execute(_RECOMPUTE_FORMED, {"p": project_id})
 
 
 TurnState = tuple[int | None, int | None, int]
