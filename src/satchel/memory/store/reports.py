@@ -161,8 +161,12 @@ async def write(conn: Conn, report: NewReport) -> bool:
         )
         if cursor.rowcount == 0:
             return False
+        await conn.execute(
+            "INSERT INTO report_facts (report_id, fact_id, version)"
+            " SELECT %s, unnest(%s::uuid[]), unnest(%s::uuid[])",
+            (report_id, list(report.facts), list(report.facts.values())),
+        )
         for table, column, ids in (
-            ("report_facts", "fact_id", list(report.facts)),
             ("report_members", "entity_id", list(report.members)),
             ("report_sources", "observation_id", list(report.sources)),
         ):

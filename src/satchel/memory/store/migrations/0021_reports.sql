@@ -23,6 +23,7 @@ CREATE INDEX reports_parent ON reports (project_id, parent);
 CREATE TABLE report_facts (
     report_id  uuid NOT NULL REFERENCES reports(id) ON DELETE CASCADE,
     fact_id    uuid NOT NULL,
+    version    uuid NOT NULL,
     PRIMARY KEY (fact_id, report_id)
 );
 CREATE TABLE report_members (
