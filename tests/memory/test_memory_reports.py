@@ -205,3 +205,28 @@ def test_a_fact_change_removes_the_report_and_erasure_leaves_none(
     assert (erased.json()["deleted"]["report"], erased.json()["residual"]["report"]) == (1, 0)
     passes(url, settings)
     assert list(stored(url)) == ["Dana, Acme Corp, billing service"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"question": "What themes point to growth?"},
+        {"question": "Growth?", "limit": 32, "candidates": 1000},
+        {"question": "Growth?", "limit": 5, "candidates": 0},
+    ],
+)
+def test_report_candidates_answer_a_valid_body_and_need_an_embedder(
+    live_server: LiveServer, body: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with api(live_server, read_only=True) as reader:
+        answer = reader.post("/v1/reports/candidates", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["candidates"] == [] and answer.json()["build_state"] == "ready"
+    monkeypatch.setenv("SATCHEL_EMBEDDINGS_BASE_URL", "https://refused.example.com/v1")
+    monkeypatch.setenv("SATCHEL_EMBEDDINGS_MODEL", "m")
+    with api(live_server, read_only=True) as reader:
+        answer = reader.post("/v1/reports/candidates", json=body)
+        assert answer.status_code == 503
+        assert answer.json()["error"]["code"] == "report_candidates_unavailable"
+        bundle = recall(reader, "growth?", surfaces=["reports"], themes=True)
+    assert bundle["reports"] == [] and bundle["degraded"] == ["reports"]
