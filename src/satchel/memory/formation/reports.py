@@ -12,11 +12,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
+from satchel.memory.config import ModelClientSettings
 from satchel.memory.formation.communities import MAX_MEMBERS, Community, Edge, communities
 from satchel.memory.formation.extraction import SPEAKER
 from satchel.memory.formation.model import ChatModel, ModelError
-from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable
+from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
+from satchel.memory.store import formation
 from satchel.memory.store import reports as store
+from satchel.memory.store import retention as projects
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import normalize
 from satchel.memory.store.vectors import Packed, packed
@@ -217,3 +222,33 @@ class Reporter:
             log.warning("a report was written without a vector: %s", exc)
             return None
         return packed(vectors[0])
+
+
+async def rebuild_reports(
+    url: str, settings: ModelClientSettings | None, project: str, limit: int
+) -> list[Written]:
+    """Write up to `limit` missing reports of `project` now, under the project's worker lock, with
+    the formation model of `settings` (None: extractive) and the environment's embedder."""
+    try:
+        embedder: Embedder | None = await asyncio.to_thread(load_embedder)
+    except EmbedderUnavailable as exc:
+        log.warning("reports will be written without vectors: %s", exc)
+        embedder = None
+    model = ChatModel(settings) if settings else None
+    reporter = Reporter(model, embedder)
+    try:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            project_id = await projects.project_id(conn, project)
+            if project_id is None:
+                raise LookupError(f"no project is named {project!r}: see satchel tokens list")
+            if not await formation.try_lock(conn, project_id):
+                raise LookupError(
+                    f"a worker is working on project {project!r} now: run this again shortly"
+                )
+            try:
+                return await reporter.run(conn, project_id, limit)
+            finally:
+                await formation.unlock(conn, project_id)
+    finally:
+        if model is not None:
+            await model.aclose()
