@@ -336,15 +336,6 @@ def test_notification_routes_answer_as_a_deployment_without_notifications(
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ({"question": "What themes point to growth?"}, (503, "report_candidates_unavailable")),
-        (
-            {"question": "Growth?", "limit": 32, "candidates": 1000},
-            (503, "report_candidates_unavailable"),
-        ),
-        (
-            {"question": "Growth?", "limit": 5, "candidates": 0},
-            (503, "report_candidates_unavailable"),
-        ),
         ({}, (400, "invalid_report_candidate_query")),
         ({"question": "  "}, (400, "invalid_report_candidate_query")),
         ({"question": "x" * 8193}, (400, "invalid_report_candidate_query")),
@@ -356,7 +347,7 @@ def test_notification_routes_answer_as_a_deployment_without_notifications(
         ({"question": 7}, (400, "invalid_body")),
     ],
 )
-def test_report_candidates_answer_as_a_deployment_without_report_embeddings(
+def test_report_candidates_refuse_bad_bodies(
     live_server: LiveServer, body: dict[str, Any], expected: tuple[int, str]
 ) -> None:
     with httpx.Client(base_url=live_server.base_url) as anonymous:

@@ -12,9 +12,8 @@ One rule of the contract is beyond what a JSON Schema can state: a turn's group 
 0 and rise by 0 or 1 from one message to the next. Generated observations get their ordinals
 renumbered to keep it (`contiguous`); everything else is sent exactly as generated.
 
-The routes this deployment does not provide (`routes/unavailable.py`), and the notification routes
-of a deployment with no destination configured, always refuse with their documented 501 or 503,
-so for them only the documented-answer checks apply.
+The notification routes of a deployment with no destination configured always refuse with their
+documented 501, so for them only the documented-answer checks apply.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from satchel.memory.api.routes.notifications import router as notifications
-from satchel.memory.api.routes.unavailable import router as unavailable
 
 EXAMPLES = 30  # per operation, of schema-valid requests
 INVALID_EXAMPLES = 10  # per operation, of schema-invalid ones
@@ -48,10 +46,7 @@ CHECKS = [
     positive_data_acceptance,
 ]
 DOCUMENTED = [status_code_conformance, content_type_conformance, response_schema_conformance]
-UNAVAILABLE = {  # with no destination configured, notifications too
-    route.path  # type: ignore[attr-defined]
-    for route in [*unavailable.routes, *notifications.routes]
-}
+UNAVAILABLE = {route.path for route in notifications.routes}  # type: ignore[attr-defined]
 
 settings.register_profile(
     "memory-fuzz",

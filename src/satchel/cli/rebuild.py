@@ -1,6 +1,7 @@
-"""`satchel rebuild facts|project|status|cancel`: re-form stored turns' facts under the current
-extraction setup. They need the `server` extra; `facts` and `project` need the formation model
-(SATCHEL_FORMATION_MODEL and SATCHEL_FORMATION_BASE_URL), `status` and `cancel` do not."""
+"""`satchel rebuild facts|project|status|cancel|reports`: re-form stored turns' facts under the
+current extraction setup, or write missing theme reports now. They need the `server` extra;
+`facts` and `project` need the formation model (SATCHEL_FORMATION_MODEL and
+SATCHEL_FORMATION_BASE_URL), `status` and `cancel` do not; `reports` uses it when it is set."""
 
 from __future__ import annotations
 
@@ -175,3 +176,35 @@ def rebuild_cancel(
     with _deployment(_memory_settings(data_dir, database_url)) as url:
         job = _run(cancel(url, project, _key(key)))
     _show(job, as_json)
+
+
+@rebuild_app.command("reports", cls=Command)
+def rebuild_reports(
+    project: Project,
+    limit: Annotated[
+        int, typer.Option(metavar="N", help="The most reports this run writes (1 to 100).")
+    ] = 10,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Write the project's missing theme reports now, as the worker's pass does, up to --limit:
+    by the formation model when one is set, else extractively."""
+    require("server", "rebuild reports")
+    from satchel.memory.formation.reports import rebuild_reports as run
+
+    if not 1 <= limit <= 100:
+        fail(f"--limit must be 1 to 100, not {limit}", 2)
+    settings = _memory_settings(data_dir, database_url)
+    with _deployment(settings) as url:
+        try:
+            written = asyncio.run(run(url, settings.formation, project, limit))
+        except LookupError as exc:
+            fail(str(exc), 1)
+    shown = [plain(dataclasses.asdict(report)) for report in written]
+    if as_json:
+        typer.echo(json.dumps({"written": shown}))
+        return
+    say(f"written: {len(shown)}")
+    for report in shown:
+        say(f"{report['community_id']} level {report['level']}: {report['title']}")

@@ -1,4 +1,5 @@
-"""The worker: per project under an advisory lock, form turns, then write segments and passages."""
+"""The worker: per project under an advisory lock, form turns, then write segments, passages and
+theme reports."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from satchel.memory.formation.extraction import (
     screen,
 )
 from satchel.memory.formation.model import ChatModel, ModelError
+from satchel.memory.formation.reports import REPORTS_PER_PASS, Reporter
 from satchel.memory.formation.segments import (
     ModelSummarizer,
     Summarizer,
@@ -62,11 +64,12 @@ class Tally:
     refused: int = 0
     segments: int = 0
     passages: int = 0
+    reports: int = 0
     busy: list[int] = field(default_factory=list)
 
     @property
     def work(self) -> int:
-        return self.formed + self.failed + self.segments + self.passages
+        return self.formed + self.failed + self.segments + self.passages + self.reports
 
 
 async def extract(
@@ -120,6 +123,7 @@ class Worker:
             ModelSummarizer(self.model) if self.model else extractive_summary
         )
         self.embedder = embedder or _default_embedder()
+        self.reporter = Reporter(self.model, self.embedder)
         self.extractor = Extractor(
             self.model.model if self.model else None,
             PROMPT_ID if self.model else None,
@@ -212,6 +216,7 @@ class Worker:
         await self._form(conn, project_id, tally)
         await self._segments(conn, project_id, tally)
         await self._passages(conn, project_id, tally)
+        tally.reports += len(await self.reporter.run(conn, project_id, REPORTS_PER_PASS))
 
     async def _form(self, conn: Conn, project_id: int, tally: Tally) -> None:
         turns = await store.due_turns(conn, project_id, self.settings.formation_batch)

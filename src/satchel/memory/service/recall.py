@@ -1,5 +1,5 @@
 """Recall: anchor a question on known entities (exact names, else similar spellings), walk facts
-1..2 hops, add passages of observed turns, charge a character budget."""
+1..2 hops, add theme reports and passages of observed turns, charge a character budget."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
 from satchel.memory.domain import Invalid
 from satchel.memory.passages.caches import SearchCaches
 from satchel.memory.passages.embedder import Embedder
-from satchel.memory.passages.search import search_passages
 from satchel.memory.service.questions import QuestionRefused, terms, written
+from satchel.memory.service.recall_passages import RecalledPassage, Searched, passages_of
+from satchel.memory.service.reports import RecalledReport, charged, embed_for_reports, recalled
 from satchel.memory.spelling import offered, ranked
 from satchel.memory.store.citations import Evidence, facts_touching
 from satchel.memory.store.database import Conn, autocommitting, spare_connection
@@ -25,13 +25,12 @@ from satchel.memory.store.entities import Entity, entities_named, entities_spell
 from satchel.memory.store.formation import formed_without_model
 from satchel.memory.store.hops import HopRow
 from satchel.memory.store.passage_scope import Scope
+from satchel.memory.store.vectors import Packed
 
 SURFACES = ("facts", "reports", "passages")
 FACTS_NOT_FORMED = "facts_not_formed"  # turns formed with no extraction model: no facts of theirs
 MAX_ANCHORS = 256
 FANOUT = 64  # facts per entity and side (subject, object) a walk looks at
-MAX_PASSAGES = 8
-PASSAGE_CANDIDATES = 40  # per ranking (full text, vectors): enough to choose 8 from
 MAX_SIMILAR = 4  # anchors found by a similar spelling, when no name matched exactly
 SIMILAR_PER_WINDOW = 64  # entities sharing a window's spelling key that are scored
 
@@ -153,21 +152,6 @@ class RecalledFact:
 
 
 @dataclass(frozen=True, slots=True)
-class RecalledPassage:
-    chunk_id: str
-    source_id: str
-    ordinal: int
-    role: str
-    quote: str
-    similarity: float
-    occurred_at: datetime
-    complete: bool
-
-    def charge(self) -> int:
-        return len(self.quote) + len(self.role)
-
-
-@dataclass(frozen=True, slots=True)
 class Reach:
     terms: int
     anchored: int
@@ -180,7 +164,7 @@ class Bundle:
     controls: Controls
     anchors: list[Anchor]
     facts: list[RecalledFact]
-    reports: list[dict[str, Any]]
+    reports: list[RecalledReport]
     passages: list[RecalledPassage]
     truncated: bool
     characters: int
@@ -330,41 +314,10 @@ async def _similar(conn: Conn, project_id: int, ask: Ask) -> list[Anchor]:
     ]
 
 
-Searched = tuple[list[RecalledPassage], bool]
-
-
-async def _passages(
-    conn: Conn, project_id: int, ask: Ask, embedder: Embedder | None, caches: SearchCaches
-) -> Searched:
-    """Up to 8 passages of observed turns (authored records answer as facts), and whether an
-    embedder read the question (otherwise they were ranked by full text alone)."""
+def _scope(project_id: int, ask: Ask) -> Scope:
+    """Where recall's passages are searched: the person's observed turns, of the chosen roles."""
     roles = tuple(ask.controls.source_roles)
-    scope = Scope(project_id, ask.data_subject_id or "", roles, turns_only=True)
-    found = await search_passages(
-        conn,
-        scope,
-        ask.question,
-        limit=MAX_PASSAGES,
-        candidates=PASSAGE_CANDIDATES,
-        embedder=embedder,
-        caches=caches,
-    )
-    passages = []
-    for hit in found.hits:
-        quote = hit.preview()
-        passages.append(
-            RecalledPassage(
-                chunk_id=str(hit.chunk_id),
-                source_id=str(hit.source_id),
-                ordinal=hit.ordinal,
-                role=hit.role,
-                quote=quote,
-                similarity=hit.similarity,
-                occurred_at=hit.occurred_at,
-                complete=len(quote.encode("utf-8")) == hit.message_bytes,
-            )
-        )
-    return passages, found.embedded
+    return Scope(project_id, ask.data_subject_id or "", roles, turns_only=True)
 
 
 async def answer(
@@ -372,7 +325,8 @@ async def answer(
 ) -> Bundle:
     """Answer `ask` in the project, its passages searched beside the facts on a spare connection
     when the pool has one; a question recall cannot read is `invalid_question`."""
-    embedder = await caches.embedders.get() if "passages" in ask.controls.surfaces else None
+    read = {"passages", "reports"} & set(ask.controls.surfaces)
+    embedder = await caches.embedders.get() if read else None
     try:
         async with autocommitting(pool) as conn, spare_connection(pool) as spare:
             return await recall(conn, project_id, ask, embedder, spare, caches=caches)
@@ -389,21 +343,27 @@ async def recall(
     *,
     caches: SearchCaches,
 ) -> Bundle:
-    """Answer `ask` from the project's facts and passages (reports answer nothing yet).
+    """Answer `ask` from the project's facts, theme reports and passages.
 
     With a `spare` connection the passage search starts first, at once (its question is in
     the embedder and its first statements sent before the facts are asked for), and runs on
     it beside the facts (in the database too). Without one it runs after the facts on `conn`:
     a connection runs one statement at a time, and the search's pipelines cannot share it with
-    statements of another task. `caches`: what the application's passage searches keep.
+    statements of another task. The reports' question vector is started at once too, when a
+    report may answer. `caches`: what the application's passage searches keep.
     """
     started = None
+    themed = None
+    if "reports" in ask.controls.surfaces and ask.data_subject_id is None:
+        themed = embed_for_reports(embedder, ask.question, caches)
     if "passages" in ask.controls.surfaces and spare is not None:
-        search = _passages(spare, project_id, ask, embedder, caches)
+        search = passages_of(spare, _scope(project_id, ask), ask.question, embedder, caches)
         started = asyncio.Task(search, loop=asyncio.get_running_loop(), eager_start=True)
     try:
-        return await _recall(conn, project_id, ask, embedder, caches, started)
+        return await _recall(conn, project_id, ask, embedder, caches, started, themed)
     finally:
+        if themed is not None:
+            await asyncio.wait([themed])
         if started is not None:
             await asyncio.wait([started])
             if not started.cancelled():
@@ -417,6 +377,7 @@ async def _recall(
     embedder: Embedder | None,
     caches: SearchCaches,
     started: asyncio.Future[Searched] | None,
+    themed: asyncio.Future[Packed | None] | None,
 ) -> Bundle:
     controls = ask.controls
     found_terms = terms(ask.question)
@@ -462,11 +423,18 @@ async def _recall(
             degraded.append("citation_context")
         _co_derive(facts)
     unnamed = not anchors or not matched  # reports answer when no name matched exactly
-    if ask.surfaces_named and "reports" in controls.surfaces and (controls.themes or unnamed):
-        degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
+    reports: list[RecalledReport] = []
+    if "reports" in controls.surfaces and (controls.themes or unnamed) and not spent:
+        surfaced = await recalled(conn, project_id, ask.data_subject_id, embedder, themed)
+        if surfaced is None and ask.surfaces_named:
+            degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
+        reports, characters, spent = charged(surfaced or [], characters, controls.max_characters)
+        truncated |= spent
     passages: list[RecalledPassage] = []
     if "passages" in controls.surfaces and not spent:
-        found, vectored = await (started or _passages(conn, project_id, ask, embedder, caches))
+        found, vectored = await (
+            started or passages_of(conn, _scope(project_id, ask), ask.question, embedder, caches)
+        )
         for passage in found:
             if characters + passage.charge() > controls.max_characters:
                 truncated = True
@@ -481,7 +449,7 @@ async def _recall(
         controls=controls,
         anchors=anchors,
         facts=facts,
-        reports=[],
+        reports=reports,
         passages=passages,
         truncated=truncated,
         characters=characters,

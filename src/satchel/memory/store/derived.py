@@ -74,6 +74,13 @@ ENTITY_ERASE = (
 )
 
 KINDS: tuple[Kind, ...] = (
+    Kind(
+        "report",
+        "reports",
+        "t.project_id = %(p)s AND t.id IN"
+        f" (SELECT r.report_id FROM report_sources r WHERE r.observation_id IN {SOURCES})",
+        "t.level, t.community_id",
+    ),
     Kind("observation", "observations", f"t.id IN {SOURCES}", "t.log_offset"),
     Kind(
         "message",

@@ -16,8 +16,10 @@ from satchel.memory.store.terms import counted_subjects, recount
 LOCK_NAME = "satchel.memory.erasure"
 
 # The order rows go in: feedback and evidence before facts, facts before the entities they name,
-# everything before the observations whose deletion would otherwise cascade.
+# everything before the observations whose deletion would otherwise cascade. Reports go first:
+# deleting a fact they drew on would remove them uncounted.
 ORDER = (
+    "report",
     "feedback",
     "fact_evidence",
     "fact_history",

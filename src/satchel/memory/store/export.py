@@ -9,7 +9,7 @@ from satchel.memory.store.database import Conn
 from satchel.memory.store.derived import Kind, Scope, kinds_for, mark
 
 # Columns derived for search, not the person's data (and large): left out of exported rows.
-DERIVED_COLUMNS = {"message": ("embedding", "search_text")}
+DERIVED_COLUMNS = {"message": ("embedding", "search_text"), "report": ("embedding",)}
 
 
 def _row(kind: Kind) -> str:
