@@ -1,7 +1,8 @@
 """The frozen v1 contract: the served `/openapi.json` names every operation of
 `taisce-contract-v1-fields.json` (beside this file) with its method, success status and every
-request and response field (and the nested field lists). The notification routes and report
-candidates only need their path, method and fields: they answer 501 and 503 here.
+request and response field (and the nested field lists); the notification routes also document
+the 501 a deployment with no destination answers (as this one). That each operation answers its
+success status on a deployment configured for it: `test_memory_contract_walk.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from memory_kit import SCHEMA_WAIT_S, LiveServer
 
 FIELDS_FILE = Path(__file__).with_name("taisce-contract-v1-fields.json")
-# Served as the refusal a deployment without them answers, not with their success status.
+# Answered with their refusal here: this deployment names no notification destination.
 REFUSED = {
     "/v1/notifications/endpoints/register": (501, "notifications_unavailable"),
     "/v1/notifications/endpoints/list": (501, "notifications_unavailable"),
