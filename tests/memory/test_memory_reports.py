@@ -19,7 +19,7 @@ from taisce.client import Client
 from satchel.memory.config import MemorySettings
 from satchel.memory.formation.reports import EXTRACTIVE, PROMPT_ID, REPORT_PROMPT
 from satchel.memory.formation.worker import Tally, Worker
-from satchel.memory.passages.embedder import load_embedder
+from satchel.memory.passages.embedder import EmbedderUnavailable, load_embedder
 
 ANN = "person-ann"
 GARDEN = (
@@ -230,3 +230,41 @@ def test_report_candidates_answer_a_valid_body_and_need_an_embedder(
         assert answer.json()["error"]["code"] == "report_candidates_unavailable"
         bundle = recall(reader, "growth?", surfaces=["reports"], themes=True)
     assert bundle["reports"] == [] and bundle["degraded"] == ["reports"]
+
+
+class Unavailable:
+    """An embedder that cannot run (a stopped embedding endpoint)."""
+
+    identity = "test/unavailable"
+
+    def embed(self, texts: list[str]) -> Any:
+        raise EmbedderUnavailable("the embedding endpoint is down")
+
+
+def test_reports_written_without_an_embedder_get_their_vectors_on_a_later_pass(
+    live_server: LiveServer, http: httpx.Client, model: ModelServer
+) -> None:
+    themed_corpus(http, model)
+    url = live_server.database_url
+    settings = with_model(MemorySettings(), model)
+
+    async def without_embedder() -> Tally:
+        worker = Worker(url, settings, embedder=Unavailable())
+        try:
+            return await worker.run_once()
+        finally:
+            await worker.close()
+
+    assert asyncio.run(without_embedder()).reports == 4  # no report replies: all extractive
+    written = rows(url, "SELECT id::text, embedder FROM reports ORDER BY id")
+    assert [embedder for _, embedder in written] == [None] * 4
+    page = http.post("/v1/reports/candidates", json={"question": "garden?"}).json()
+    assert (page["build_state"], page["candidates"]) == ("building", [])
+    passes(url, settings)
+    identity = load_embedder().identity
+    assert rows(url, "SELECT id::text, embedder FROM reports ORDER BY id") == [
+        (report_id, identity) for report_id, _ in written
+    ]  # the same reports, not written again
+    page = http.post("/v1/reports/candidates", json={"question": "garden?"}).json()
+    assert page["build_state"] == "ready"
+    assert page["candidates"][0]["title_preview"] == "raised bed, compost, garden"

@@ -24,6 +24,7 @@ from satchel.memory.store import reports as store
 from satchel.memory.store import retention as projects
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import normalize
+from satchel.memory.store.log import TurnState, turn_state
 from satchel.memory.store.vectors import Packed, packed
 
 log = logging.getLogger("satchel.memory.worker")
@@ -131,6 +132,8 @@ class Reporter:
         self.model = model
         self.embedder = embedder
         self.partitions: dict[int, tuple[tuple[Edge, ...], list[Community]]] = {}
+        self.settled: dict[int, tuple[TurnState, int]] = {}  # each project's, at its last
+        # pass that left nothing to write or embed
 
     async def themes(self, conn: Conn, project_id: int) -> list[Theme]:
         """The project's communities small enough to report, with their facts, coarsest level
@@ -156,9 +159,18 @@ class Reporter:
         themes.sort(key=lambda t: (t.community.level, -len(t.facts), t.community.id))
         return themes
 
+    async def _state(self, conn: Conn, project_id: int) -> tuple[TurnState, int]:
+        """What a pass depends on: the project's turns, and its reports (a fact change removes
+        the reports drawn on it)."""
+        return await turn_state(conn, project_id), await store.count(conn, project_id)
+
     async def run(self, conn: Conn, project_id: int, limit: int) -> list[Written]:
         """Drop the reports whose community is gone or whose facts changed, then write up to
-        `limit` missing ones."""
+        `limit` missing ones and embed the reports that lack a vector of the embedder. A
+        project whose turns and reports are as they were at its last settled pass is not read
+        again."""
+        if self.settled.get(project_id) == await self._state(conn, project_id):
+            return []
         themes = await self.themes(conn, project_id)
         current = {theme.community.id: theme.facts for theme in themes}
         stored = await store.written(conn, project_id)
@@ -172,9 +184,24 @@ class Reporter:
             if theme.community.id in stored and theme.community.id not in stale:
                 continue
             written = await self._write(conn, project_id, theme)
-            if written is not None:
-                done.append(written)
+            if written is None:
+                return done  # its facts changed meanwhile: the next pass starts again
+            done.append(written)
+        if len(done) < limit and await self._embed_missing(conn, project_id):
+            self.settled[project_id] = await self._state(conn, project_id)
         return done
+
+    async def _embed_missing(self, conn: Conn, project_id: int) -> bool:
+        """Give the project's reports without a vector of the embedder one (written before the
+        embedder was there, or under another); whether none is left."""
+        if self.embedder is None:
+            return True
+        for report_id, text in await store.unembedded(conn, project_id, self.embedder.identity):
+            vector = await self._embed(text)
+            if vector is None:
+                return False
+            await store.embedded(conn, report_id, self.embedder.identity, vector)
+        return True
 
     async def _write(self, conn: Conn, project_id: int, theme: Theme) -> Written | None:
         facts = await store.community_facts(conn, list(theme.facts))

@@ -177,6 +177,15 @@ async def write(conn: Conn, report: NewReport) -> bool:
     return True
 
 
+async def count(conn: Conn, project_id: int) -> int:
+    """How many reports the project has."""
+    cursor = await conn.execute("SELECT count(*) FROM reports WHERE project_id = %s", (project_id,))
+    row = await cursor.fetchone()
+    assert row is not None
+    total: int = row[0]
+    return total
+
+
 async def counts(conn: Conn, project_id: int, embedder: str) -> tuple[int, int]:
     """The project's reports, and how many of them have a vector of `embedder`."""
     cursor = await conn.execute(
@@ -187,6 +196,24 @@ async def counts(conn: Conn, project_id: int, embedder: str) -> tuple[int, int]:
     row = await cursor.fetchone()
     assert row is not None
     return row[0], row[1]
+
+
+async def unembedded(conn: Conn, project_id: int, embedder: str) -> list[tuple[uuid.UUID, str]]:
+    """The project's reports with no vector of `embedder`: (id, the text to embed)."""
+    cursor = await conn.execute(
+        "SELECT id, title || E'\\n' || summary FROM reports WHERE project_id = %s"
+        " AND (embedder IS DISTINCT FROM %s OR embedding IS NULL) ORDER BY id",
+        (project_id, embedder),
+    )
+    return [(row[0], row[1]) for row in await cursor.fetchall()]
+
+
+async def embedded(conn: Conn, report_id: uuid.UUID, embedder: str, vector: Packed) -> None:
+    """Give a report its vector of `embedder` (a report gone meanwhile is left gone)."""
+    await conn.execute(
+        "UPDATE reports SET embedder = %s, embedding = %s::vector WHERE id = %s",
+        (embedder, vector, report_id),
+    )
 
 
 _RANKED = (
