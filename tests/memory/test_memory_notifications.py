@@ -155,7 +155,7 @@ def test_a_certificate_the_deployment_does_not_trust_is_a_tls_failure(
     assert receiver.received == []
 
 
-def test_deliveries_coalesce_while_none_was_attempted_and_disabled_endpoints_get_none(
+def test_deliveries_coalesce_and_a_disabled_endpoint_gets_none_and_its_waiting_one_is_parked(
     live_server: LiveServer, http: httpx.Client, receiver: Receiver
 ) -> None:
     first = register(http, receiver.url)
@@ -174,12 +174,12 @@ def test_deliveries_coalesce_while_none_was_attempted_and_disabled_endpoints_get
     form(live_server.database_url)
     count = rows(live_server.database_url, "SELECT count(*) FROM notification_deliveries")
     assert count == [(2,)]
-    send_until(
-        live_server.database_url,
-        notify_settings(receiver),
-        lambda: len(receiver.received) == 1,
-    )
-    assert json.loads(receiver.received[0].body)["formed_through"] == 3
+    send_until(live_server.database_url, notify_settings(receiver), settled(http))
+    [sent] = receiver.received  # the disabled endpoint's delivery is parked, never sent
+    assert json.loads(sent.body)["formed_through"] == 3
+    [unsent] = [r for r in deliveries(http) if r["endpoint_id"] == second["id"]]
+    assert (unsent["attempts"], unsent["last_error"]) == (0, "endpoint disabled")
+    assert "parked_at" in unsent and "delivered_at" not in unsent
 
 
 def test_another_project_never_sees_the_endpoints_or_deliveries(

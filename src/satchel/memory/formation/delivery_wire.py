@@ -20,7 +20,7 @@ import httpcore
 from satchel.memory.config import NotifySettings
 from satchel.memory.service.destinations import Resolver, public, resolve
 
-NOT_PERMITTED = "address not permitted"
+ADDRESS_NOT_PERMITTED = "address not permitted"
 TIMEOUT = "timeout"
 REFUSED = "connection refused"
 TLS = "tls failure"
@@ -103,7 +103,7 @@ def category(exc: BaseException) -> str:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     if any(isinstance(e, AddressRefused) for e in chain):
-        return NOT_PERMITTED
+        return ADDRESS_NOT_PERMITTED
     if any(isinstance(e, ssl.SSLError | ssl.CertificateError) for e in chain):
         return TLS
     if any(isinstance(e, httpcore.TimeoutException | TimeoutError) for e in chain):

@@ -38,8 +38,9 @@ log = logging.getLogger("satchel.memory.notifier")
 
 VERSION = "taisce-notification/v1"
 SIGNATURE_VERSION = "v1"
-NOT_PERMITTED = "destination not permitted"
+DESTINATION_NOT_PERMITTED = "destination not permitted"
 REDIRECT = "redirect not followed"
+ENDPOINT_DISABLED = "endpoint disabled"  # parked unsent: its endpoint was disabled first
 RETRIED_FAILURES = frozenset({TIMEOUT, REFUSED, TLS, NETWORK})
 SIGNATURE_HEADERS = ("Satchel-Signature", "Taisce-Signature")
 DELIVERY_HEADERS = ("Satchel-Delivery", "Taisce-Delivery")
@@ -146,12 +147,15 @@ class Notifier:
             due = await store.claim_due(self.conn)
             if due is None:
                 return False
-            step = decide(
-                due.attempts,
-                await self.attempt(due),
-                backoff=self.settings.backoff,
-                most=self.settings.attempts,
-            )
+            if due.disabled:
+                step = Step(due.attempts, False, True, 0.0, None, ENDPOINT_DISABLED)
+            else:
+                step = decide(
+                    due.attempts,
+                    await self.attempt(due),
+                    backoff=self.settings.backoff,
+                    most=self.settings.attempts,
+                )
             await store.record_attempt(
                 self.conn,
                 due.id,
@@ -179,7 +183,7 @@ class Notifier:
             destination = check_url(due.url, self.settings)
             await check_addresses(destination, self.settings, self.resolver)
         except DestinationRefused:
-            return Answer(error=NOT_PERMITTED)
+            return Answer(error=DESTINATION_NOT_PERMITTED)
         body = body_of(due)
         signed = signature(due.secret, int(time.time()), body)
         headers = [("Content-Type", "application/json")]

@@ -77,6 +77,7 @@ class DueDelivery:
     attempts: int
     url: str
     secret: str
+    disabled: bool  # its endpoint was disabled after it was saved: parked, never sent
 
 
 async def add_endpoint(conn: Conn, project_id: int, url: str, secret: str) -> EndpointRow:
@@ -131,11 +132,12 @@ async def claim_due(conn: Conn) -> DueDelivery | None:
     async with conn.cursor(row_factory=class_row(DueDelivery)) as cursor:
         await cursor.execute(
             "SELECT d.id, p.name AS scope, d.formed_through, d.stored_through, d.parked_turns,"
-            " d.occurred_at, d.attempts, e.url, e.secret FROM notification_deliveries d"
+            " d.occurred_at, d.attempts, e.url, e.secret, e.disabled_at IS NOT NULL AS disabled"
+            " FROM notification_deliveries d"
             " JOIN notification_endpoints e ON e.id = d.endpoint_id"
             " JOIN projects p ON p.id = d.project_id"
             " WHERE d.delivered_at IS NULL AND d.parked_at IS NULL"
-            " AND d.next_attempt_at <= now() AND e.disabled_at IS NULL"
+            " AND d.next_attempt_at <= now()"
             " ORDER BY d.next_attempt_at LIMIT 1 FOR UPDATE OF d SKIP LOCKED"
         )
         return await cursor.fetchone()

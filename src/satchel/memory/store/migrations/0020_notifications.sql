@@ -34,7 +34,7 @@ CREATE TABLE notification_deliveries (
         last_error IS NULL
         OR last_error IN (
             'destination not permitted', 'address not permitted', 'redirect not followed',
-            'timeout', 'connection refused', 'tls failure', 'network error'
+            'timeout', 'connection refused', 'tls failure', 'network error', 'endpoint disabled'
         )
         OR last_error ~ '^destination (answered|refused with) [0-9]{3}$'
     )
