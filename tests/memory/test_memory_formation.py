@@ -61,8 +61,7 @@ def test_admitted_claims_become_facts_citing_their_spans(
     assert (tally.formed, tally.facts, tally.refused) == (1, 2, 0)
     assert freshness(http) == (0, 0, 0)
 
-    # The other request writes the theme report of Maeve and Ensera.
-    [request, _] = model.requests
+    [request] = model.requests
     assert request["model"] == MODEL and request["temperature"] == 0
     asked = request["response_format"]
     assert asked["type"] == "json_schema" and asked["json_schema"]["name"] == "claims"

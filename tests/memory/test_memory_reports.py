@@ -18,7 +18,7 @@ from taisce.client import Client
 
 from satchel.memory.config import MemorySettings
 from satchel.memory.formation.reports import EXTRACTIVE, PROMPT_ID, REPORT_PROMPT
-from satchel.memory.formation.worker import Tally, Worker
+from satchel.memory.formation.worker import Worker
 from satchel.memory.passages.embedder import EmbedderUnavailable, load_embedder
 
 ANN = "person-ann"
@@ -76,15 +76,22 @@ def themed_corpus(http: httpx.Client, model: ModelServer) -> list[dict[str, Any]
     return [observe(http, ANN, ("user", GARDEN)), observe(http, ANN, ("user", WORK))]
 
 
-def passes(url: str, settings: MemorySettings, count: int = 1) -> list[Tally]:
-    """Worker passes with the real embedder."""
+def settle(url: str, settings: MemorySettings, embedder: Any = None) -> int:
+    """Worker passes with the real embedder (or `embedder`) until one does nothing; the reports
+    they wrote (a pass writes reports only when nothing else was left to do)."""
 
-    async def run() -> list[Tally]:
-        worker = Worker(url, settings, embedder=load_embedder())
+    async def run() -> int:
+        worker = Worker(url, settings, embedder=embedder or load_embedder())
+        written = 0
         try:
-            return [await worker.run_once() for _ in range(count)]
+            for _ in range(20):
+                tally = await worker.run_once()
+                written += tally.reports
+                if tally.work == 0:
+                    return written
         finally:
             await worker.close()
+        raise AssertionError("the worker still had work after 20 passes")
 
     return asyncio.run(run())
 
@@ -110,9 +117,8 @@ def test_a_themed_corpus_gets_a_report_per_theme_that_recall_and_candidates_rank
     themed_corpus(http, model)
     reporting(model)
     url = live_server.database_url
-    [tally] = passes(url, with_model(MemorySettings(), model))
     # Two themes, the job's in two finer communities (Dana at Acme; the service on Postgres).
-    assert tally.reports == 4
+    assert settle(url, with_model(MemorySettings(), model)) == 4
     identity = load_embedder().identity
     assert stored(url) == {
         GARDEN_REPORT["title"]: (f"{MODEL_ID} {PROMPT_ID}", identity),
@@ -165,7 +171,7 @@ def test_a_failing_model_leaves_that_report_extractive_and_writes_the_others(
     themed_corpus(http, model)
     reporting(model, garden_fails=True)
     url = live_server.database_url
-    passes(url, with_model(MemorySettings(), model))
+    settle(url, with_model(MemorySettings(), model))
     found = stored(url)
     assert found[WORK_REPORT["title"]][0] == f"{MODEL_ID} {PROMPT_ID}"
     [(title, summary)] = rows(
@@ -183,7 +189,7 @@ def test_a_fact_change_removes_the_report_and_erasure_leaves_none(
     garden, _ = themed_corpus(http, model)
     url = live_server.database_url
     settings = with_model(MemorySettings(), model)
-    passes(url, settings)
+    settle(url, settings)
     assert len(stored(url)) == 2  # no report replies: both extractive
     [(fact_id, version)] = rows(
         url, "SELECT id::text, version::text FROM facts WHERE predicate = 'depends_on'"
@@ -194,7 +200,7 @@ def test_a_fact_change_removes_the_report_and_erasure_leaves_none(
     )
     assert retracted.status_code == 200, retracted.text
     assert list(stored(url)) == ["raised bed, compost, garden"]  # removed at once
-    passes(url, settings)
+    settle(url, settings)
     assert set(stored(url)) == {"raised bed, compost, garden", "Dana, Acme Corp, billing service"}
     exported = http.post("/v1/exports", json={"source_observation_ids": [garden["id"]]})
     assert exported.status_code == 200, exported.text
@@ -203,7 +209,7 @@ def test_a_fact_change_removes_the_report_and_erasure_leaves_none(
     erased = http.post("/v1/erasures", json={"source_observation_ids": [garden["id"]]})
     assert erased.status_code == 200, erased.text
     assert (erased.json()["deleted"]["report"], erased.json()["residual"]["report"]) == (1, 0)
-    passes(url, settings)
+    settle(url, settings)
     assert list(stored(url)) == ["Dana, Acme Corp, billing service"]
 
 
@@ -248,19 +254,12 @@ def test_reports_written_without_an_embedder_get_their_vectors_on_a_later_pass(
     url = live_server.database_url
     settings = with_model(MemorySettings(), model)
 
-    async def without_embedder() -> Tally:
-        worker = Worker(url, settings, embedder=Unavailable())
-        try:
-            return await worker.run_once()
-        finally:
-            await worker.close()
-
-    assert asyncio.run(without_embedder()).reports == 4  # no report replies: all extractive
+    assert settle(url, settings, Unavailable()) == 4  # no report replies: all extractive
     written = rows(url, "SELECT id::text, embedder FROM reports ORDER BY id")
     assert [embedder for _, embedder in written] == [None] * 4
     page = http.post("/v1/reports/candidates", json={"question": "garden?"}).json()
     assert (page["build_state"], page["candidates"]) == ("building", [])
-    passes(url, settings)
+    settle(url, settings)
     identity = load_embedder().identity
     assert rows(url, "SELECT id::text, embedder FROM reports ORDER BY id") == [
         (report_id, identity) for report_id, _ in written

@@ -12,7 +12,7 @@ from formation_kit import rows, with_model
 from memory_kit import LiveServer
 from memory_process import environment, satchel
 from model_server import ModelServer
-from test_memory_reports import EXTRACTIVE, passes, themed_corpus
+from test_memory_reports import EXTRACTIVE, settle, themed_corpus
 
 from satchel.memory.config import MemorySettings
 
@@ -36,7 +36,7 @@ def test_rebuild_reports_writes_the_missing_ones_up_to_its_limit(
 ) -> None:
     themed_corpus(http, model)
     url = live_server.database_url
-    passes(url, with_model(MemorySettings(), model))
+    settle(url, with_model(MemorySettings(), model))
     rows(url, "DELETE FROM reports RETURNING id")  # as a deployment from before reports
     first = rebuild(url, "--limit", "1")["written"]
     assert len(first) == 1 and first[0]["written_by"] == EXTRACTIVE and first[0]["embedded"]

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from satchel.memory.config import ModelClientSettings
-from satchel.memory.formation.communities import MAX_MEMBERS, Community, Edge, communities
+from satchel.memory.formation.communities import MAX_MEMBERS, Community, communities
 from satchel.memory.formation.extraction import SPEAKER
 from satchel.memory.formation.model import ChatModel, ModelError
 from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
@@ -29,7 +29,8 @@ from satchel.memory.store.vectors import Packed, packed
 
 log = logging.getLogger("satchel.memory.worker")
 
-REPORTS_PER_PASS = 4  # reports one worker pass writes per project
+REPORTS_PER_PASS = 4  # model-written reports one pass writes per project
+EXTRACTIVE_PER_PASS = 64  # extractive reports one pass writes per project (one embedding call)
 EXTRACTIVE = "extractive/1"
 TITLE_NAMES = 3  # entity names an extractive title is made of
 MAX_TITLE_CHARS = 200
@@ -124,29 +125,46 @@ async def model_report(model: ChatModel, facts: list[store.CommunityFact]) -> tu
     return title, summary
 
 
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A report written but not yet stored: its theme, facts, text and author."""
+
+    theme: Theme
+    facts: list[store.CommunityFact]
+    title: str
+    summary: str
+    written_by: str
+
+
 class Reporter:
     """Writes a project's missing reports with the formation model (None: extractive) and the
-    embedder (None: reports without vectors); remembers each project's last partition."""
+    embedder (None: reports without vectors); remembers each project's themes at its turns'
+    state, and the state at which it last had nothing to do."""
 
     def __init__(self, model: ChatModel | None, embedder: Embedder | None) -> None:
         self.model = model
         self.embedder = embedder
-        self.partitions: dict[int, tuple[tuple[Edge, ...], list[Community]]] = {}
+        self.known: dict[int, tuple[TurnState, list[Theme]]] = {}
         self.settled: dict[int, tuple[TurnState, int]] = {}  # each project's, at its last
         # pass that left nothing to write or embed
 
-    async def themes(self, conn: Conn, project_id: int) -> list[Theme]:
+    @property
+    def per_pass(self) -> int:
+        """Reports one pass writes: a few when each is a model call, more when extractive."""
+        return REPORTS_PER_PASS if self.model is not None else EXTRACTIVE_PER_PASS
+
+    async def themes(self, conn: Conn, project_id: int, turns: TurnState) -> list[Theme]:
         """The project's communities small enough to report, with their facts, coarsest level
-        first, then most facts first."""
+        first, then most facts first; read again only when its turns changed (or a report
+        could not be stored, `forget`)."""
+        known = self.known.get(project_id)
+        if known is not None and known[0] == turns:
+            return known[1]
         found = await store.graph_facts(conn, project_id, normalize(SPEAKER))
         pairs = Counter((f.subject_entity_id, f.object_entity_id) for f in found)
         edges = tuple(sorted((one, other, weight) for (one, other), weight in pairs.items()))
-        known = self.partitions.get(project_id)
-        if known is None or known[0] != edges:
-            known = (edges, await asyncio.to_thread(communities, edges))
-            self.partitions[project_id] = known
         themes = []
-        for community in known[1]:
+        for community in await asyncio.to_thread(communities, edges):
             if len(community.members) > MAX_MEMBERS:
                 continue
             members = set(community.members)
@@ -157,59 +175,89 @@ class Reporter:
             }
             themes.append(Theme(community, facts))
         themes.sort(key=lambda t: (t.community.level, -len(t.facts), t.community.id))
+        self.known[project_id] = (turns, themes)
         return themes
+
+    def forget(self, project_id: int) -> None:
+        """Read the project's facts again on its next pass."""
+        self.known.pop(project_id, None)
+        self.settled.pop(project_id, None)
 
     async def _state(self, conn: Conn, project_id: int) -> tuple[TurnState, int]:
         """What a pass depends on: the project's turns, and its reports (a fact change removes
         the reports drawn on it)."""
         return await turn_state(conn, project_id), await store.count(conn, project_id)
 
-    async def run(self, conn: Conn, project_id: int, limit: int) -> list[Written]:
+    async def run(self, conn: Conn, project_id: int, limit: int | None = None) -> list[Written]:
         """Drop the reports whose community is gone or whose facts changed, then write up to
-        `limit` missing ones and embed the reports that lack a vector of the embedder. A
-        project whose turns and reports are as they were at its last settled pass is not read
-        again."""
-        if self.settled.get(project_id) == await self._state(conn, project_id):
+        `limit` (default `per_pass`) missing ones and embed the reports that lack a vector of
+        the embedder. A project whose turns and reports are as they were at its last settled
+        pass is not read again."""
+        state = await self._state(conn, project_id)
+        if self.settled.get(project_id) == state:
             return []
-        themes = await self.themes(conn, project_id)
+        themes = await self.themes(conn, project_id, state[0])
         current = {theme.community.id: theme.facts for theme in themes}
         stored = await store.written(conn, project_id)
         stale = [cid for cid, facts in stored.items() if current.get(cid) != facts]
         if stale:
             await store.drop(conn, project_id, stale)
-        done: list[Written] = []
-        for theme in themes:
-            if len(done) >= limit:
-                break
-            if theme.community.id in stored and theme.community.id not in stale:
-                continue
-            written = await self._write(conn, project_id, theme)
-            if written is None:
-                return done  # its facts changed meanwhile: the next pass starts again
-            done.append(written)
-        if len(done) < limit and await self._embed_missing(conn, project_id):
+        missing = [t for t in themes if t.community.id not in stored or t.community.id in stale]
+        limit = self.per_pass if limit is None else limit
+        done, complete = await self._write(conn, project_id, missing[:limit])
+        if not complete:
+            self.forget(project_id)  # a fact changed meanwhile: read them again next pass
+            return done
+        if len(missing) <= limit and await self._embed_missing(conn, project_id):
             self.settled[project_id] = await self._state(conn, project_id)
         return done
 
-    async def _embed_missing(self, conn: Conn, project_id: int) -> bool:
-        """Give the project's reports without a vector of the embedder one (written before the
-        embedder was there, or under another); whether none is left."""
-        if self.embedder is None:
-            return True
-        for report_id, text in await store.unembedded(conn, project_id, self.embedder.identity):
-            vector = await self._embed(text)
-            if vector is None:
-                return False
-            await store.embedded(conn, report_id, self.embedder.identity, vector)
-        return True
+    async def _write(
+        self, conn: Conn, project_id: int, themes: list[Theme]
+    ) -> tuple[list[Written], bool]:
+        """Write, embed (one batch) and store the reports of `themes`: those stored, and whether
+        all were (storing stops at one whose facts changed since they were read)."""
+        drafts = [await self._draft(conn, project_id, theme) for theme in themes]
+        vectors = await self._embed([f"{d.title}\n{d.summary}" for d in drafts])
+        done: list[Written] = []
+        for draft, vector in zip(drafts, vectors, strict=True):
+            community = draft.theme.community
+            report = store.NewReport(
+                project_id=project_id,
+                community_id=community.id,
+                level=community.level,
+                parent=community.parent,
+                title=draft.title,
+                summary=draft.summary,
+                importance=draft.theme.importance,
+                written_by=draft.written_by,
+                members=community.members,
+                facts=draft.theme.facts,
+                sources=tuple(sorted({s for fact in draft.facts for s in fact.sources})),
+                embedder=self.embedder.identity if vector is not None and self.embedder else None,
+                embedding=vector,
+            )
+            if not await store.write(conn, report):
+                return done, False
+            done.append(
+                Written(
+                    community.id,
+                    community.level,
+                    draft.title,
+                    draft.written_by,
+                    len(draft.facts),
+                    vector is not None,
+                )
+            )
+        return done, True
 
-    async def _write(self, conn: Conn, project_id: int, theme: Theme) -> Written | None:
+    async def _draft(self, conn: Conn, project_id: int, theme: Theme) -> Draft:
+        """The theme's report as the model writes it, else extractive."""
         facts = await store.community_facts(conn, list(theme.facts))
-        title, summary, author = "", "", EXTRACTIVE
         if self.model is not None:
             try:
                 title, summary = await model_report(self.model, facts)
-                author = f"{self.model.model} {PROMPT_ID}"
+                return Draft(theme, facts, title, summary, f"{self.model.model} {PROMPT_ID}")
             except ModelError as exc:
                 log.warning(
                     "report of %s in project %d written extractively: %s",
@@ -217,38 +265,33 @@ class Reporter:
                     project_id,
                     exc,
                 )
-        if author == EXTRACTIVE:
-            title, summary = extractive_report(facts)
-        vector = await self._embed(f"{title}\n{summary}")
-        community = theme.community
-        report = store.NewReport(
-            project_id=project_id,
-            community_id=community.id,
-            level=community.level,
-            parent=community.parent,
-            title=title,
-            summary=summary,
-            importance=theme.importance,
-            written_by=author,
-            members=community.members,
-            facts=theme.facts,
-            sources=tuple(sorted({source for fact in facts for source in fact.sources})),
-            embedder=self.embedder.identity if vector is not None and self.embedder else None,
-            embedding=vector,
-        )
-        if not await store.write(conn, report):
-            return None
-        return Written(community.id, community.level, title, author, len(facts), vector is not None)
+        title, summary = extractive_report(facts)
+        return Draft(theme, facts, title, summary, EXTRACTIVE)
 
-    async def _embed(self, text: str) -> Packed | None:
+    async def _embed_missing(self, conn: Conn, project_id: int) -> bool:
+        """Give the project's reports without a vector of the embedder one (written before the
+        embedder was there, or under another); whether none is left."""
         if self.embedder is None:
-            return None
+            return True
+        found = await store.unembedded(conn, project_id, self.embedder.identity)
+        vectors = await self._embed([text for _, text in found])
+        if any(vector is None for vector in vectors):
+            return False
+        for (report_id, _), vector in zip(found, vectors, strict=True):
+            assert vector is not None
+            await store.embedded(conn, report_id, self.embedder.identity, vector)
+        return True
+
+    async def _embed(self, texts: list[str]) -> list[Packed | None]:
+        """The texts' vectors in one call (each None without a working embedder)."""
+        if self.embedder is None or not texts:
+            return [None] * len(texts)
         try:
-            vectors = await asyncio.to_thread(self.embedder.embed, [text])
+            rows = await asyncio.to_thread(self.embedder.embed, texts)
         except EmbedderUnavailable as exc:
-            log.warning("a report was written without a vector: %s", exc)
-            return None
-        return packed(vectors[0])
+            log.warning("reports were written without vectors: %s", exc)
+            return [None] * len(texts)
+        return [packed(row) for row in rows]
 
 
 async def rebuild_reports(

@@ -31,7 +31,7 @@ from satchel.memory.formation.extraction import (
     screen,
 )
 from satchel.memory.formation.model import ChatModel, ModelError
-from satchel.memory.formation.reports import REPORTS_PER_PASS, Reporter
+from satchel.memory.formation.reports import Reporter
 from satchel.memory.formation.segments import (
     ModelSummarizer,
     Summarizer,
@@ -155,7 +155,9 @@ class Worker:
 
     async def run_once(self) -> Tally:
         """One pass over every project whose lock is free, after a retention sweep when one is
-        due (every `retention_interval` seconds)."""
+        due (every `retention_interval` seconds): form, segments, passages; and only when none of
+        that found work anywhere, theme reports (derived from formed facts, and the costliest
+        to keep current, they wait for the rest)."""
         conn = await self._connection()
         tally = Tally()
         if time.monotonic() >= self.next_sweep:
@@ -165,7 +167,8 @@ class Worker:
                     "retention sweep of project %s deleted %s", receipt.project, receipt.deleted
                 )
         await self._beat(conn, now=True)
-        for project_id in await store.project_ids(conn):
+        projects = await store.project_ids(conn)
+        for project_id in projects:
             if not await store.try_lock(conn, project_id):
                 tally.busy.append(project_id)
                 continue
@@ -174,6 +177,14 @@ class Worker:
             finally:
                 await store.unlock(conn, project_id)
             await self._beat(conn)
+        if tally.work == 0:  # nothing more urgent anywhere: theme reports
+            for project_id in projects:
+                if await store.try_lock(conn, project_id):
+                    try:
+                        tally.reports += len(await self.reporter.run(conn, project_id))
+                    finally:
+                        await store.unlock(conn, project_id)
+                    await self._beat(conn)
         return tally
 
     async def _beat(self, conn: Conn, *, now: bool = False) -> None:
@@ -216,7 +227,6 @@ class Worker:
         await self._form(conn, project_id, tally)
         await self._segments(conn, project_id, tally)
         await self._passages(conn, project_id, tally)
-        tally.reports += len(await self.reporter.run(conn, project_id, REPORTS_PER_PASS))
 
     async def _form(self, conn: Conn, project_id: int, tally: Tally) -> None:
         turns = await store.due_turns(conn, project_id, self.settings.formation_batch)
