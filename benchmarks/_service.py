@@ -177,6 +177,22 @@ def cpu_spent(served: Served, pgdata: Path) -> Iterator[Spent]:
     spent.busy = 1 - idle / whole if whole > 0 else 0.0
 
 
+def worker_quiet(served: Served, timeout: float, window: float = 3.0, share: float = 0.05) -> float:
+    """Seconds until the service's worker went quiet: using less than `share` of a core over
+    `window` seconds (the time returned is when that window began)."""
+    server = psutil.Process(served.pid)
+    began = time.perf_counter()
+    while True:
+        start = time.perf_counter()
+        before = _cpu(server.children(recursive=True))
+        time.sleep(window)
+        used = _grown(before, _cpu(server.children(recursive=True)))
+        if used < share * (time.perf_counter() - start):
+            return start - began
+        if time.perf_counter() - began > timeout:
+            raise RuntimeError(f"the worker was still busy after {timeout:g} s")
+
+
 def _idle(times: Any) -> float:
     return float(times.idle + getattr(times, "iowait", 0.0))
 

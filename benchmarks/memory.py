@@ -14,7 +14,9 @@ with keep-alive connections:
   the worker leaves them; then 1-hop questions naming one person, default surfaces (facts and
   passages) (p50, p95). A first 200 are asked while the worker still forms, embeds and counts
   the observed turns (a core's work for a minute on 2 cores; shown apart, with how long the
-  worker took to catch up), the measured ones once it is idle, as a deployment mostly is;
+  worker took to catch up), the measured ones once it is idle, as a deployment mostly is (its
+  theme reports written too: they wait for everything else, so the recall project's are written
+  after the catch-up, and the table says how many and how long they took);
 * passage search over the same 200k messages, distinct questions, 200 candidates (p50, p95);
 * contexts for a subject with 10k formed turns (p95), once with only the turns and once with
   the segments a formation worker would have written over them (levels 1..4, 8 per parent).
@@ -23,10 +25,11 @@ The table shows each figure beside its target; the last line printed is one JSON
 `observe_p50_ms`, `observe_p95_ms`, `observe_8_clients_per_s`, `recall_p50_ms`,
 `recall_p95_ms`, `passages_p95_ms`, `contexts_p95_ms` (the worse of the two context rows),
 `passages_p50_ms`, `recall_backlog_p50_ms` (while the worker catches up),
-`worker_catch_up_s`, and `recall_cpu_ms` and `passages_cpu_ms`: the CPU time a recall and a
-passage search cost, the service, its worker, PostgreSQL and the clients together (the table
-shows each part, and how busy the cores were: on a small machine, latency is mostly this time
-shared out over its cores).
+`worker_catch_up_s`, `reports` and `reports_written_s` (the theme reports, and the seconds
+after the catch-up the worker took to write them), and `recall_cpu_ms` and `passages_cpu_ms`:
+the CPU time a recall and a passage search cost, the service, its worker, PostgreSQL and the
+clients together (the table shows each part, and how busy the cores were: on a small machine,
+latency is mostly this time shared out over its cores).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from rich.console import Console
 from rich.table import Table
 
 from _corpus import load_conversations, passage_question
-from _service import Client, cpu_spent, percentile, service
+from _service import Client, cpu_spent, percentile, service, worker_quiet
 from satchel.memory.passages.embedder import EmbeddingSettings, load_embedder
 from satchel.memory.service.tokens import create_token
 from satchel.memory.store.database import migrate
@@ -381,6 +384,14 @@ def caught_up(url: str, project_id: int, timeout: float) -> float:
         time.sleep(0.25)
 
 
+def report_count(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM reports").fetchone()
+    assert row is not None
+    count: int = row[0]
+    return count
+
+
 # ---- reads -------------------------------------------------------------------------------------
 
 
@@ -483,6 +494,14 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
                 f"the rest of the {stored} turns in {spent:.1f} s after the writes;"
                 f" recall meanwhile p50 {statistics.median(busy):.2f} ms,"
                 f" p95 {percentile(busy, 0.95):.2f} ms"
+            )
+            # Theme reports wait for the rest of the worker's work: then the recall project's.
+            written_s = worker_quiet(served, args.catch_up)
+            reports = report_count(url)
+            results["reports_written_s"] = written_s
+            results["reports"] = reports
+            notes["theme reports"] = (
+                f"{reports} written; the worker quiet {written_s:.1f} s after the catch-up"
             )
             with cpu_spent(served, pgdata_of(folder / "data")) as cost:
                 recall = timed_reads(

@@ -334,6 +334,11 @@ async def answer(
         raise Invalid(f"question: {refused}", "invalid_question") from None
 
 
+def _reports_wanted(ask: Ask) -> bool:
+    """Whether reports may answer: asked for, and not withheld (a recall of one person)."""
+    return "reports" in ask.controls.surfaces and ask.data_subject_id is None
+
+
 async def recall(
     conn: Conn,
     project_id: int,
@@ -349,12 +354,13 @@ async def recall(
     the embedder and its first statements sent before the facts are asked for), and runs on
     it beside the facts (in the database too). Without one it runs after the facts on `conn`:
     a connection runs one statement at a time, and the search's pipelines cannot share it with
-    statements of another task. The reports' question vector is started at once too, when a
-    report may answer. `caches`: what the application's passage searches keep.
+    statements of another task. The reports' question vector is started at once too when
+    `themes` asks for reports whatever is named; otherwise only once no name matched exactly.
+    `caches`: what the application's passage searches keep.
     """
     started = None
     themed = None
-    if "reports" in ask.controls.surfaces and ask.data_subject_id is None:
+    if _reports_wanted(ask) and ask.controls.themes:
         themed = embed_for_reports(embedder, ask.question, caches)
     if "passages" in ask.controls.surfaces and spare is not None:
         search = passages_of(spare, _scope(project_id, ask), ask.question, embedder, caches)
@@ -425,6 +431,8 @@ async def _recall(
     unnamed = not anchors or not matched  # reports answer when no name matched exactly
     reports: list[RecalledReport] = []
     if "reports" in controls.surfaces and (controls.themes or unnamed) and not spent:
+        if themed is None and _reports_wanted(ask):
+            themed = embed_for_reports(embedder, ask.question, caches)
         surfaced = await recalled(conn, project_id, ask.data_subject_id, embedder, themed)
         if surfaced is None and ask.surfaces_named:
             degraded.append("reports_withheld_for_subject" if ask.data_subject_id else "reports")
