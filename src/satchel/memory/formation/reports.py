@@ -136,6 +136,27 @@ class Draft:
     written_by: str
 
 
+def themes_of(found: list[store.GraphFact]) -> list[Theme]:
+    """The communities of the facts' graph small enough to report, each with the facts joining
+    two of its members, coarsest level first, then most facts first."""
+    pairs = Counter((f.subject_entity_id, f.object_entity_id) for f in found)
+    edges = tuple(sorted((one, other, weight) for (one, other), weight in pairs.items()))
+    reported = [c for c in communities(edges) if len(c.members) <= MAX_MEMBERS]
+    holding: dict[tuple[int, uuid.UUID], str] = {}  # (level, entity): its community there
+    for community in reported:
+        holding.update(((community.level, member), community.id) for member in community.members)
+    levels = sorted({community.level for community in reported})
+    facts: dict[str, dict[uuid.UUID, uuid.UUID]] = {c.id: {} for c in reported}
+    for fact in found:
+        for level in levels:
+            one = holding.get((level, fact.subject_entity_id))
+            if one is not None and one == holding.get((level, fact.object_entity_id)):
+                facts[one][fact.id] = fact.version
+    themes = [Theme(community, facts[community.id]) for community in reported]
+    themes.sort(key=lambda t: (t.community.level, -len(t.facts), t.community.id))
+    return themes
+
+
 class Reporter:
     """Writes a project's missing reports with the formation model (None: extractive) and the
     embedder (None: reports without vectors); remembers each project's themes at its turns'
@@ -161,20 +182,7 @@ class Reporter:
         if known is not None and known[0] == turns:
             return known[1]
         found = await store.graph_facts(conn, project_id, normalize(SPEAKER))
-        pairs = Counter((f.subject_entity_id, f.object_entity_id) for f in found)
-        edges = tuple(sorted((one, other, weight) for (one, other), weight in pairs.items()))
-        themes = []
-        for community in await asyncio.to_thread(communities, edges):
-            if len(community.members) > MAX_MEMBERS:
-                continue
-            members = set(community.members)
-            facts = {
-                f.id: f.version
-                for f in found
-                if f.subject_entity_id in members and f.object_entity_id in members
-            }
-            themes.append(Theme(community, facts))
-        themes.sort(key=lambda t: (t.community.level, -len(t.facts), t.community.id))
+        themes = await asyncio.to_thread(themes_of, found)
         self.known[project_id] = (turns, themes)
         return themes
 
