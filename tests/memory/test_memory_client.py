@@ -21,6 +21,7 @@ from client_kit import client_for, close
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_kit import LiveServer
+from test_memory_metrics import scrape
 
 from satchel.memory.client import (
     AsyncMemoryClient,
@@ -367,8 +368,9 @@ PATIENT = Retries(attempts=10, deadline=30.0)  # room for a slow machine to rele
 
 @pytest.fixture
 def memory_settings() -> MemorySettings:
-    """One request at a time per token, so a held request makes the next one 429."""
-    return MemorySettings(work_limit=3, project_limit=2, token_limit=1)
+    """One request at a time per token, so a held request makes the next one 429 (for as long
+    as the test holds it: its body may take a minute, not the default 10 s)."""
+    return MemorySettings(work_limit=3, project_limit=2, token_limit=1, body_timeout=60.0)
 
 
 async def test_a_rate_limited_turn_is_retried_with_the_same_key_and_stored_once(
@@ -402,6 +404,17 @@ async def test_a_rate_limited_turn_is_retried_with_the_same_key_and_stored_once(
     assert observations(live_server.database_url) == 1
 
 
+def refused_turns(server: LiveServer) -> float:
+    """How many observations the deployment has refused with 429, by its own metrics."""
+    return sum(
+        sample.value
+        for sample in scrape(server.base_url)
+        if sample.name == "satchel_memory_requests_total"
+        and sample.labels.get("route") == "/v1/observations"
+        and sample.labels.get("status") == "429"
+    )
+
+
 async def test_retrying_stops_at_its_attempts_and_deadline(
     live_server: LiveServer, flavour: str
 ) -> None:
@@ -410,10 +423,11 @@ async def test_retrying_stops_at_its_attempts_and_deadline(
         client = client_for(live_server, flavour, token, retries=retries)
         try:
             with holding(live_server, token) as sock:
-                started = time.monotonic()
+                before = refused_turns(live_server)
                 with pytest.raises(RateLimited) as limited:
                     await client.observe(messages=TURN)
-                assert time.monotonic() - started < 0.95  # a retry waits the 1 s Retry-After
+                # One attempt: a retry would wait the 1 s Retry-After, past the deadline.
+                assert refused_turns(live_server) == before + 1
                 sock.sendall(HELD[1:])
         finally:
             await close(client)

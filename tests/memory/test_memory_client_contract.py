@@ -150,13 +150,13 @@ async def test_feedback_is_recorded_listed_and_promoted_once(memory: Any, reader
         await memory.record_feedback(record_id=str(uuid.uuid4()), note="who?")
 
 
-# ---- deployments without notifications or report candidates ------------------------------------
+# ---- report candidates; a deployment without notifications --------------------------------------
 
 
-async def test_report_candidates_answer_as_a_deployment_without_them(reader: Any) -> None:
-    with pytest.raises(Unavailable) as refused:
-        await reader.report_candidates(question="What did Ana decide?")
-    assert (refused.value.status, refused.value.code) == (503, "report_candidates_unavailable")
+async def test_report_candidates_answer_a_page_for_a_read_only_token(reader: Any) -> None:
+    page = await reader.report_candidates(question="What did Ana decide?", limit=5)
+    assert (page["target_count"], page["build_state"], page["candidates"]) == (0, "ready", [])
+    assert page["approximate"] is False and page["generation_id"]
 
 
 async def test_every_notification_route_answers_unavailable(memory: Any) -> None:

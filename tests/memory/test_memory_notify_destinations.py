@@ -139,7 +139,9 @@ def test_a_destination_resolving_private_before_delivery_is_not_permitted(
 
 
 def _due(url: str) -> DueDelivery:
-    return DueDelivery(uuid.uuid4(), "alpha", 1, 1, 0, datetime.now(UTC), 0, url, "s" * 64)
+    return DueDelivery(
+        uuid.uuid4(), "alpha", 1, 1, 0, datetime.now(UTC), 0, url, "s" * 64, disabled=False
+    )
 
 
 @pytest.mark.parametrize(
