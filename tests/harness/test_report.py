@@ -75,7 +75,9 @@ def test_the_tables_show_each_configs_figures_from_the_records(
     columns = [cell.strip() for cell in header.strip("┃ ").split("┃")]
     for config in CONFIGS:
         (row,) = [line for line in per_config.splitlines() if f"│ {config} " in line]
-        cells = dict(zip(columns, (cell.strip() for cell in row.strip("│ ").split("│")), strict=True))
+        cells = dict(
+            zip(columns, (cell.strip() for cell in row.strip("│ ").split("│")), strict=True)
+        )
         for column, value in expected(sweep, config).items():
             assert cells[column] == f"{value:,}", (column, row)
         assert f" {expected(sweep, config)['actions']} │" in row  # figures are right-aligned
