@@ -26,7 +26,9 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-acti
 """Inline styles and nothing else: no script, no fetch, no image, no font, no frame."""
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
-WIDTH, HEIGHT, MARGIN = 560, 300, 56
+WIDTH, HEIGHT = 560, 300
+LEFT, RIGHT, TOP, BOTTOM = 56, 370, 16, 244
+"""The plotting area inside each plot; the legend is right of it."""
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -101,26 +103,34 @@ def _scale(low: float, high: float, start: float, end: float) -> Callable[[float
     return lambda value: start + (value - low) / (high - low) * (end - start)
 
 
-def _axes(x_label: str, y_label: str, x_range: tuple[str, str], y_range: tuple[str, str]) -> str:
-    left, bottom, right, top = MARGIN, HEIGHT - MARGIN, WIDTH - 16, 16
+def _axes(
+    x_label: str, y_label: str, x_range: tuple[str, str] | None, y_range: tuple[str, str]
+) -> str:
+    """The two axes with their labels, and the ends of each range (`x_range` None: no x ends)."""
+    middle = (TOP + BOTTOM) / 2
+    x_ends = (
+        f'<text x="{LEFT}" y="{BOTTOM + 16}">{escape(x_range[0])}</text>'
+        f'<text x="{RIGHT}" y="{BOTTOM + 16}" text-anchor="end">{escape(x_range[1])}</text>'
+        if x_range is not None
+        else ""
+    )
     return (
-        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}"/>'
-        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{left}" y2="{top}"/>'
-        f'<text x="{left}" y="{bottom + 16}">{escape(x_range[0])}</text>'
-        f'<text x="{right}" y="{bottom + 16}" text-anchor="end">{escape(x_range[1])}</text>'
-        f'<text x="{(left + right) / 2}" y="{bottom + 36}" text-anchor="middle">'
+        f'<line class="axis" x1="{LEFT}" y1="{BOTTOM}" x2="{RIGHT}" y2="{BOTTOM}"/>'
+        f'<line class="axis" x1="{LEFT}" y1="{BOTTOM}" x2="{LEFT}" y2="{TOP}"/>'
+        + x_ends
+        + f'<text x="{(LEFT + RIGHT) / 2}" y="{BOTTOM + 36}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
-        f'<text x="{left - 4}" y="{bottom}" text-anchor="end">{escape(y_range[0])}</text>'
-        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end">{escape(y_range[1])}</text>'
-        f'<text x="14" y="{(top + bottom) / 2}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {(top + bottom) / 2})">{escape(y_label)}</text>'
+        f'<text x="{LEFT - 4}" y="{BOTTOM}" text-anchor="end">{escape(y_range[0])}</text>'
+        f'<text x="{LEFT - 4}" y="{TOP + 8}" text-anchor="end">{escape(y_range[1])}</text>'
+        f'<text x="14" y="{middle}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {middle})">{escape(y_label)}</text>'
     )
 
 
 def _legend(colour: Mapping[str, str]) -> str:
     return "".join(
-        f'<rect x="{WIDTH - 180}" y="{20 + 14 * i}" width="10" height="10" fill="{fill}"/>'
-        f'<text x="{WIDTH - 166}" y="{29 + 14 * i}">{escape(config)}</text>'
+        f'<rect x="{RIGHT + 16}" y="{TOP + 4 + 14 * i}" width="10" height="10" fill="{fill}"/>'
+        f'<text x="{RIGHT + 30}" y="{TOP + 13 + 14 * i}">{escape(config)}</text>'
         for i, (config, fill) in enumerate(colour.items())
     )
 
@@ -135,8 +145,8 @@ def _score_against_cost(
     }
     top_cost = max((cost for cost, _ in points.values()), default=0.0)
     top_score = max([115.0, *(score for _, score in points.values())])
-    x = _scale(0.0, top_cost, MARGIN, WIDTH - 200)
-    y = _scale(0.0, top_score, HEIGHT - MARGIN, 16)
+    x = _scale(0.0, top_cost, LEFT, RIGHT)
+    y = _scale(0.0, top_score, BOTTOM, TOP)
     marks = "".join(
         f'<circle cx="{x(cost):.1f}" cy="{y(score):.1f}" r="5" fill="{colour[config]}">'
         f"<title>{escape(config)}: score {score:.2f}, cost ${cost:.4f}</title></circle>"
@@ -150,8 +160,8 @@ def _tokens_per_action(series: Mapping[str, Sequence[float]], colour: Mapping[st
     """A line per config: mean tokens at each step index."""
     longest = max((len(values) for values in series.values()), default=0)
     top = max((value for values in series.values() for value in values), default=0.0)
-    x = _scale(1.0, float(max(longest, 1)), MARGIN, WIDTH - 200)
-    y = _scale(0.0, top, HEIGHT - MARGIN, 16)
+    x = _scale(1.0, float(max(longest, 1)), LEFT, RIGHT)
+    y = _scale(0.0, top, BOTTOM, TOP)
     lines = "".join(
         f'<polyline fill="none" stroke="{colour[config]}" stroke-width="2" points="'
         + " ".join(f"{x(i + 1.0):.1f},{y(value):.1f}" for i, value in enumerate(values))
@@ -166,12 +176,12 @@ def _tokens_per_action(series: Mapping[str, Sequence[float]], colour: Mapping[st
 def _cached_share(per_config: Mapping[str, Mapping[str, Any]], colour: Mapping[str, str]) -> str:
     """A bar per config: cached input tokens over all input tokens."""
     count = max(len(per_config), 1)
-    slot = (WIDTH - 200 - MARGIN) / count
-    y = _scale(0.0, 1.0, HEIGHT - MARGIN, 16)
+    slot = (RIGHT - LEFT) / count
+    y = _scale(0.0, 1.0, BOTTOM, TOP)
     bars = []
     for i, (config, row) in enumerate(per_config.items()):
         share = row["cached tokens"] / row["input tokens"] if row["input tokens"] else 0.0
-        left = MARGIN + i * slot + slot * 0.15
+        left = LEFT + i * slot + slot * 0.15
         bars.append(
             f'<rect x="{left:.1f}" y="{y(share):.1f}" width="{slot * 0.7:.1f}" '
             f'height="{y(0.0) - y(share):.1f}" fill="{colour[config]}">'
@@ -179,5 +189,5 @@ def _cached_share(per_config: Mapping[str, Mapping[str, Any]], colour: Mapping[s
             f'<text x="{left + slot * 0.35:.1f}" y="{y(share) - 4:.1f}" '
             f'text-anchor="middle">{share:.0%}</text>'
         )
-    axes = _axes("config", "cached share of input", ("", ""), ("0%", "100%"))
+    axes = _axes("config", "cached share of input", None, ("0%", "100%"))
     return _svg("cached input share", axes + "".join(bars) + _legend(colour))
