@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -42,7 +43,10 @@ def report(
 
     if not runs_dir.is_dir():
         fail(f"no runs directory '{runs_dir}': give the --runs-dir of a `satchel run`", 2)
-    runs = read_runs(runs_dir)
+    try:
+        runs = read_runs(runs_dir)
+    except OSError as exc:
+        fail(f"cannot read '{runs_dir}': {exc.strerror}: give a runs directory you can read", 2)
     for line in runs.skipped:
         say_error(line)
     if not runs.runs:
@@ -70,7 +74,7 @@ def report(
             say(f"report page: {html}")
 
 
-def _table(title: str, names: list[str], columns: Any) -> Table:
+def _table(title: str, names: Sequence[str], columns: Sequence[str]) -> Table:
     table = Table(title=title)
     for name in names:
         table.add_column(name)

@@ -8,7 +8,7 @@ nothing here raises on what a runs directory holds.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -88,18 +88,19 @@ def read_runs(runs_dir: Path) -> Runs:
         if folder.name == REPLACED:
             continue
         try:
-            run = read_run(folder)
+            run, broken_steps = read_run(folder)
         except RecordProblem as exc:
             found.skipped.append(f"{folder.name}: skipped: {exc}")
             continue
         found.runs.append(run)
-        found.skipped.extend(_broken_steps(folder))
+        found.skipped.extend(broken_steps)
     found.skipped.extend(_unended_pairs(runs_dir))
     return found
 
 
-def read_run(folder: Path) -> RunFigures:
-    """The figures of one run folder; `RecordProblem` when it is not a finished run."""
+def read_run(folder: Path) -> tuple[RunFigures, list[str]]:
+    """The figures of one run folder, and a line for each step record left out because it does
+    not parse; `RecordProblem` when the folder is not a finished run."""
     meta_path = folder / "run_meta.json"
     if not meta_path.is_file():
         raise RecordProblem("no run_meta.json: not a run folder, or a run that never ended")
@@ -107,9 +108,9 @@ def read_run(folder: Path) -> RunFigures:
     runtime = _field(meta, "runtime", dict, meta_path)
     usage = _field(meta, "total_usage", dict, meta_path)
     game = _field(meta, "game", str, meta_path)
-    steps = [record for _, record in _steps(folder)]
+    steps, broken_steps = _steps(folder)
     compaction = runtime.get("compaction")
-    return RunFigures(
+    figures = RunFigures(
         folder=folder.name,
         game=game,
         config=_config(runtime, folder.name, game),
@@ -128,6 +129,7 @@ def read_run(folder: Path) -> RunFigures:
         wall_time_s=_wall_time(meta, meta_path),
         step_tokens=tuple(_step_tokens(step) for step in steps),
     )
+    return figures, broken_steps
 
 
 def _config(runtime: Mapping[str, Any], folder: str, game: str) -> str:
@@ -175,23 +177,16 @@ def _wall_time(meta: Mapping[str, Any], path: Path) -> float:
     return max((ended - started).total_seconds(), 0.0)
 
 
-def _steps(folder: Path) -> Iterable[tuple[Path, dict[str, Any]]]:
-    """The step records that parse, in step order."""
+def _steps(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The step records that parse, in step order, and a line for each that does not."""
+    steps: list[dict[str, Any]] = []
+    broken: list[str] = []
     for path in sorted(folder.glob("step_*.json")):
         try:
-            yield path, _object(path)
-        except RecordProblem:
-            continue
-
-
-def _broken_steps(folder: Path) -> list[str]:
-    problems = []
-    for path in sorted(folder.glob("step_*.json")):
-        try:
-            _object(path)
+            steps.append(_object(path))
         except RecordProblem as exc:
-            problems.append(f"{folder.name}: skipped {path.name}: {exc}")
-    return problems
+            broken.append(f"{folder.name}: skipped {path.name}: {exc}")
+    return steps, broken
 
 
 def _step_tokens(step: Mapping[str, Any]) -> int:
@@ -209,9 +204,11 @@ def _unended_pairs(runs_dir: Path) -> list[str]:
         pairs = _object(path).get("pairs")
     except RecordProblem as exc:
         return [f"{MANIFEST}: skipped: {exc}"]
+    if not isinstance(pairs, list):
+        return [f"{MANIFEST}: skipped: it has no list 'pairs'"]
     unended = [
         f"{pair.get('game')} with {pair.get('config')}"
-        for pair in pairs or ()
+        for pair in pairs
         if isinstance(pair, dict) and pair.get("status") != "ended"
     ]
     if not unended:
