@@ -17,6 +17,7 @@ from satchel.cli import (
     providers,
     rebuild,
     recover,
+    report,
     retention,
 )
 from satchel.cli.conventions import Command, group
@@ -44,6 +45,7 @@ def root(
 app.command(cls=Command)(providers.providers)
 app.command(name="run", cls=Command, options_metavar=harness.RUN_USAGE)(harness.run_games)
 app.command(name="model-server", cls=Command)(harness.model_server)
+app.command(cls=Command)(report.report)
 app.add_typer(memory.tokens_app, name="tokens")
 app.command(cls=Command)(memory.serve)
 app.command(cls=Command)(memory.worker)
