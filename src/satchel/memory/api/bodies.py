@@ -346,3 +346,20 @@ def interval(low: datetime | None, high: datetime | None) -> Interval:
     return Interval.model_validate(
         {"from": low, "until": high, "from_inclusive": low is not None, "until_inclusive": False}
     )
+
+
+MAX_CANDIDATE_LIMIT = 32  # results a candidate search answers at most
+MAX_CANDIDATES = 1000  # candidates it may rank them from
+CANDIDATES_RULE = (
+    f"0 (the default) or at least `limit`, at most {MAX_CANDIDATES}; the schema admits 0 and"
+    f" {MAX_CANDIDATE_LIMIT}..{MAX_CANDIDATES}, which fit every limit"
+)
+# A search's `candidates`: 0 or at least its `limit` (checked with the limit, beside the body).
+CandidateCount = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_CANDIDATES,
+        json_schema_extra={"anyOf": [{"const": 0}, {"minimum": MAX_CANDIDATE_LIMIT}]},
+    ),
+]

@@ -8,7 +8,14 @@ from typing import Annotated, ClassVar, Literal
 from fastapi import APIRouter, Depends
 from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body, Text
+from satchel.memory.api.bodies import (
+    CANDIDATES_RULE,
+    MAX_CANDIDATE_LIMIT,
+    Answer,
+    Body,
+    CandidateCount,
+    Text,
+)
 from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
@@ -17,8 +24,7 @@ from satchel.memory.service.passages import DEFAULT_LIMIT
 
 router = APIRouter(route_class=StrictRoute)
 
-MAX_LIMIT = 32
-MAX_CANDIDATES = 1000
+MAX_LIMIT = MAX_CANDIDATE_LIMIT
 MAX_QUESTION_BYTES = 8192
 MAX_SUBJECT_BYTES = 1024
 Role = Literal["", "user", "assistant", "system", "tool"]
@@ -31,22 +37,7 @@ class PassageRequest(Body):
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] | None = Field(
         default=None, description=f"passages to answer; default {DEFAULT_LIMIT}"
     )
-    candidates: (
-        Annotated[
-            int,
-            Field(
-                ge=0,
-                le=MAX_CANDIDATES,
-                json_schema_extra={"anyOf": [{"const": 0}, {"minimum": MAX_LIMIT}]},
-            ),
-        ]
-        | None
-    ) = Field(
-        default=None,
-        description="candidates to rank from: 0 (the default) or at least `limit`, at most"
-        f" {MAX_CANDIDATES}; the schema admits 0 and {MAX_LIMIT}..{MAX_CANDIDATES}, which fit"
-        " every limit",
-    )
+    candidates: CandidateCount | None = Field(default=None, description=CANDIDATES_RULE)
     data_subject_id: Annotated[str, Text(MAX_SUBJECT_BYTES, blank="any")] | None = None
     source_role: Role | None = Field(default=None, description='only this role; "" for any')
 

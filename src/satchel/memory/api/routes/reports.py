@@ -7,7 +7,14 @@ from typing import Annotated, ClassVar
 from fastapi import APIRouter, Depends
 from pydantic import Field
 
-from satchel.memory.api.bodies import Answer, Body, Text
+from satchel.memory.api.bodies import (
+    CANDIDATES_RULE,
+    MAX_CANDIDATE_LIMIT,
+    Answer,
+    Body,
+    CandidateCount,
+    Text,
+)
 from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import ErrorAnswer, StrictRoute, access
@@ -16,8 +23,7 @@ from satchel.memory.service.reports import DEFAULT_LIMIT
 
 router = APIRouter(route_class=StrictRoute)
 
-MAX_LIMIT = 32
-MAX_CANDIDATES = 1000
+MAX_LIMIT = MAX_CANDIDATE_LIMIT
 MAX_QUESTION_BYTES = 8192
 
 
@@ -28,21 +34,10 @@ class ReportCandidateBody(Body):
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] | None = Field(
         default=None, description=f"reports to answer; default {DEFAULT_LIMIT}"
     )
-    candidates: (
-        Annotated[
-            int,
-            Field(
-                ge=0,
-                le=MAX_CANDIDATES,
-                json_schema_extra={"anyOf": [{"const": 0}, {"minimum": MAX_LIMIT}]},
-            ),
-        ]
-        | None
-    ) = Field(
+    candidates: CandidateCount | None = Field(
         default=None,
-        description="0 (the default) or at least `limit`, at most"
-        f" {MAX_CANDIDATES}; the schema admits 0 and {MAX_LIMIT}..{MAX_CANDIDATES}, which fit"
-        " every limit; the search compares every report either way, and `approximate` says so",
+        description=CANDIDATES_RULE
+        + "; the search compares every report either way, and `approximate` says so",
     )
 
 
