@@ -9,6 +9,8 @@ import pytest
 from chatwire import ChatServer
 from satchel.conformance.deployment import Deployment, started
 
+pytest_plugins = ["browser_kit"]
+
 
 @pytest.fixture
 def chat_server() -> ChatServer:
