@@ -74,8 +74,10 @@ def screenshot(page: Page, name: str, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[Browser]:
+    """A browser for one test: Playwright's sync API keeps an event loop on the thread while it
+    runs, so it is stopped after each test and leaves the next test's asyncio free."""
     if not Path(CHROMIUM).is_file():
         pytest.fail(
             f"no browser at {CHROMIUM}: run `bash scripts/bootstrap` (as root it installs "
