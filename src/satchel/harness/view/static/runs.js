@@ -13,6 +13,7 @@ function shown(run, key) {
   if (key === "cost") return `$${value.toFixed(4)}`;
   if (key === "score") return value.toFixed(2);
   if (key === "tokens" || key === "actions") return value.toLocaleString("en");
+  if (key === "started") return `${value.slice(0, 10)} ${value.slice(11, 19)}`;
   return String(value);
 }
 
