@@ -48,6 +48,8 @@ NOT_RUN = {
     ".venv/bin/satchel bench": "a benchmark: minutes to hours",
     ".venv/bin/python benchmarks/": "a benchmark: minutes to hours",
     ".venv/bin/satchel run --profiles my-profiles.yaml": "names the reader's own profile file",
+    ".venv/bin/satchel view": "serves until stopped; tests/harness/test_view.py and "
+    "test_view_pages.py run it on a real sweep",
     ".venv/bin/satchel rebuild": "names the reader's project, stored turns and formation model; "
     "tests/memory/test_memory_rebuild.py runs each subcommand",
 }

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from satchel.harness.frames import Observation, offered, render, sampled, system_prompt
+from satchel.harness.frames import (
+    Observation,
+    hex_rows,
+    offered,
+    render,
+    sampled,
+    system_prompt,
+)
 
 
 @given(st.integers(min_value=0, max_value=300), st.integers(min_value=1, max_value=64))
@@ -278,3 +285,8 @@ def test_the_compact_instructions_say_once_how_to_read_a_row(carry_forward: bool
     assert "first is y=0" in prompt and "first is x=0" in prompt
     assert '"x": 12, "y": 40' in prompt  # the answer format is the same
     assert (CARRY_FORWARD_PHRASE in prompt) is carry_forward
+
+
+def test_a_recorded_frame_is_hexadecimal_rows_and_a_row_outside_the_palette_its_numbers() -> None:
+    grid = ((0, 9, 10, 15), (3, 16, -1, 2))
+    assert hex_rows(grid) == ["09af", [3, 16, -1, 2]]

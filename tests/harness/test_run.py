@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from satchel import cli
 from satchel.cli import app
+from satchel.harness.script import winning_script
 from satchel.harness.scripted import ScriptedModelServer
 
 KEY_ENV = "OPEN_WEIGHT_API_KEY"
@@ -111,6 +112,43 @@ def test_a_shipped_game_is_played_to_a_win_and_recorded(
     first = json.loads(steps[0].read_text(encoding="utf-8"))
     assert first["action"] == {"name": "ACTION4", "x": None, "y": None}
     assert "WIN" in output and "maze-0001" in output
+
+
+def shown_frames(text: str) -> list[list[str]]:
+    """The frames a rendered observation shows (rows as lists of numbers), as hexadecimal rows."""
+    frames: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("Frame "):
+            frames.append([])
+        elif line.startswith("[") and frames:
+            frames[-1].append("".join(f"{colour:x}" for colour in json.loads(line)))
+    return frames
+
+
+def test_each_step_record_holds_the_observation_and_every_frame_the_model_was_shown(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    with ScriptedModelServer(winning_script(["lamp-0001"])) as scripted:
+        code, output, folders = play(
+            runner, tmp_path, profile_file(tmp_path, scripted.base_url), ["lamp-0001"]
+        )
+    assert code == 0, output
+    steps = [
+        json.loads(path.read_text("utf-8"))
+        for path in sorted(folders["lamp-0001"].glob("step_*.json"))
+    ]
+    assert max(len(step["observation"]["frames"]) for step in steps) > 1  # an animation
+    for step in steps:
+        seen = step["observation"]
+        shown = step["messages_sent"][-1]["content"]
+        assert seen["frames"] == shown_frames(shown)
+        assert all(
+            len(frame) == 64 and all(len(row) == 64 for row in frame) for frame in seen["frames"]
+        )
+        assert f"State: {seen['state']}" in shown
+        assert f"Levels completed: {seen['levels_completed']} of {seen['win_levels']}" in shown
+        assert all(f"- {name}" in shown for name in seen["available_actions"])
+        assert step["action"]["name"] in seen["available_actions"]
 
 
 def test_a_game_is_won_with_compact_frames_each_row_one_string_of_digits(

@@ -25,6 +25,7 @@ from satchel.turns import (
     redact,
 )
 from satchel.turns.records import METADATA_LIMIT_BYTES, action_record, fit_text
+from satchel.turns.redaction import REDACTED
 from turns.kit import Sleeps, compactor, open_source_adapter, parse_action, system, user
 
 STARTED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -337,6 +338,20 @@ def test_long_output_and_reasoning_are_fitted_in_step_records(tmp_path: Path) ->
     assert step["reasoning_summary"] == fit_text(reasoning)
     assert len(step["response"].encode()) <= METADATA_LIMIT_BYTES
     assert len(step["reasoning_summary"].encode()) <= METADATA_LIMIT_BYTES
+
+
+def test_a_turns_observation_is_written_redacted_into_its_step_record_and_only_its_own(
+    tmp_path: Path,
+) -> None:
+    server = ChatServer(Answer("nonsense"), Answer("ACT 1"), Answer("ACT 2"))
+    session = Session(open_source_adapter(server), records=RecordsWriter(tmp_path), sleep=Sleeps())
+    seen = {"frames": [["0f", "a1"]], "state": "NOT_FINISHED", "api_key": "sk-seen"}
+    session.turn([user("frame 1")], parse_action, observation=seen)
+    session.turn([user("frame 2")], parse_action)
+    first = load(tmp_path / "step_001.json")
+    assert first["attempts"] == 2  # the retry kept the observation of the turn
+    assert first["observation"] == seen | {"api_key": REDACTED}
+    assert "observation" not in load(tmp_path / "step_002.json")
 
 
 def test_fit_text_keeps_short_text() -> None:

@@ -19,6 +19,7 @@ from satchel.cli import (
     recover,
     report,
     retention,
+    view,
 )
 from satchel.cli.conventions import Command, group
 from satchel.cli.output import console
@@ -46,6 +47,7 @@ app.command(cls=Command)(providers.providers)
 app.command(name="run", cls=Command, options_metavar=harness.RUN_USAGE)(harness.run_games)
 app.command(name="model-server", cls=Command)(harness.model_server)
 app.command(cls=Command)(report.report)
+app.command(cls=Command)(view.view)
 app.add_typer(memory.tokens_app, name="tokens")
 app.command(cls=Command)(memory.serve)
 app.command(cls=Command)(memory.worker)

@@ -84,6 +84,26 @@ def render(
     return "\n".join(lines)
 
 
+def observation_record(
+    observation: Observation, *, max_frames: int, available: Sequence[str]
+) -> dict[str, object]:
+    """What a step record keeps of the observation the model was shown: its state, levels, the
+    actions offered and the frames `render` showed (at most `max_frames`), each as `hex_rows`."""
+    return {
+        "state": observation.state,
+        "levels_completed": observation.levels_completed,
+        "win_levels": observation.win_levels,
+        "available_actions": list(available),
+        "frames": [hex_rows(observation.grids[i]) for i in sampled(observation.grids, max_frames)],
+    }
+
+
+def hex_rows(grid: Sequence[tuple[int, ...]]) -> list[str | list[int]]:
+    """A grid's rows, each a string of one hexadecimal digit a cell; a row holding a colour
+    outside 0-15 is kept as its list of numbers instead."""
+    return [_hex_row(row) or list(row) for row in grid]
+
+
 def frame_rows(grid: Sequence[tuple[int, ...]], frame_format: FrameFormat) -> list[str]:
     """A grid's rows as the model reads them, one line each."""
     return list(map(_ROW_WRITERS[frame_format], grid))
@@ -97,15 +117,23 @@ def _grid_row(row: tuple[int, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
+def _hex_row(row: tuple[int, ...]) -> str | None:
+    """A grid row as one hexadecimal digit a cell (`05c`); None when a colour is outside 0-15."""
+    if not all(0 <= colour < len(HEX_DIGITS) for colour in row):
+        return None
+    return "".join(HEX_DIGITS[colour] for colour in row)
+
+
 def _compact_row(row: tuple[int, ...]) -> str:
     """A grid row as one hexadecimal digit a cell: `05c`."""
-    outside = [colour for colour in row if not 0 <= colour < len(HEX_DIGITS)]
-    if outside:
+    written = _hex_row(row)
+    if written is None:
+        outside = next(colour for colour in row if not 0 <= colour < len(HEX_DIGITS))
         raise ValueError(
-            f"a frame holds colour {outside[0]}, outside 0-15: the compact frame format writes "
+            f"a frame holds colour {outside}, outside 0-15: the compact frame format writes "
             "one hexadecimal digit a cell; play this game with agent.FRAME_FORMAT: grid"
         )
-    return "".join(HEX_DIGITS[colour] for colour in row)
+    return written
 
 
 _ROW_WRITERS: dict[FrameFormat, Callable[[tuple[int, ...]], str]] = {

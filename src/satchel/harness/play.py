@@ -17,7 +17,13 @@ from typing import Any
 
 from satchel.harness.actions import Action, parse_action
 from satchel.harness.environments import ArenaError, Environment
-from satchel.harness.frames import Observation, offered, render, system_prompt
+from satchel.harness.frames import (
+    Observation,
+    observation_record,
+    offered,
+    render,
+    system_prompt,
+)
 from satchel.providers.profiles import FrameFormat
 from satchel.turns import (
     AcceptedTurn,
@@ -194,7 +200,10 @@ class Player:
                 prompt = system_prompt(self.carry_forward, self.frame_format)
                 new[:0] = [{"role": "system", "content": prompt}, *self.opening]
             try:
-                accepted = self.session.turn(new, _parser(available))
+                seen = observation_record(
+                    observation, max_frames=self.limits.animation_frames, available=available
+                )
+                accepted = self.session.turn(new, _parser(available), observation=seen)
             except TurnFailed as failed:
                 if isinstance(failed.last_error, ContextOverflowError):
                     alone = not self.session.state.accepted_turns

@@ -61,6 +61,7 @@ class RunFigures:
     retries: int
     compactions: int
     wall_time_s: float
+    started_at: str
     step_tokens: tuple[int, ...]
     """Each step's tokens (every request since the previous action), in step order."""
 
@@ -104,11 +105,11 @@ def read_run(folder: Path) -> tuple[RunFigures, list[str]]:
     meta_path = folder / "run_meta.json"
     if not meta_path.is_file():
         raise RecordProblem("no run_meta.json: not a run folder, or a run that never ended")
-    meta = _object(meta_path)
+    meta = read_record(meta_path)
     runtime = _field(meta, "runtime", dict, meta_path)
     usage = _field(meta, "total_usage", dict, meta_path)
     game = _field(meta, "game", str, meta_path)
-    steps, broken_steps = _steps(folder)
+    steps, broken_steps = read_steps(folder)
     compaction = runtime.get("compaction")
     figures = RunFigures(
         folder=folder.name,
@@ -127,6 +128,7 @@ def read_run(folder: Path) -> tuple[RunFigures, list[str]]:
         retries=sum(len(step.get("retries") or ()) for step in steps),
         compactions=int(compaction.get("count") or 0) if isinstance(compaction, dict) else 0,
         wall_time_s=_wall_time(meta, meta_path),
+        started_at=_field(meta, "started_at", str, meta_path),
         step_tokens=tuple(_step_tokens(step) for step in steps),
     )
     return figures, broken_steps
@@ -142,7 +144,8 @@ def _config(runtime: Mapping[str, Any], folder: str, game: str) -> str:
     return rest.rsplit(".", 2)[0] if rest.count(".") >= 2 else folder
 
 
-def _object(path: Path) -> dict[str, Any]:
+def read_record(path: Path) -> dict[str, Any]:
+    """A record's JSON object; `RecordProblem` when it is missing, unparsable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -177,13 +180,13 @@ def _wall_time(meta: Mapping[str, Any], path: Path) -> float:
     return max((ended - started).total_seconds(), 0.0)
 
 
-def _steps(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def read_steps(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The step records that parse, in step order, and a line for each that does not."""
     steps: list[dict[str, Any]] = []
     broken: list[str] = []
     for path in sorted(folder.glob("step_*.json")):
         try:
-            steps.append(_object(path))
+            steps.append(read_record(path))
         except RecordProblem as exc:
             broken.append(f"{folder.name}: skipped {path.name}: {exc}")
     return steps, broken
@@ -201,7 +204,7 @@ def _unended_pairs(runs_dir: Path) -> list[str]:
     if not path.is_file():
         return []
     try:
-        pairs = _object(path).get("pairs")
+        pairs = read_record(path).get("pairs")
     except RecordProblem as exc:
         return [f"{MANIFEST}: skipped: {exc}"]
     if not isinstance(pairs, list):

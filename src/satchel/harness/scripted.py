@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import signal
 import sys
 import threading
 import time
@@ -27,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from satchel.harness.loopback import Served
+from satchel.harness.loopback import Served, stop_signals
 from satchel.harness.script import FALLBACK, Reply, Script, ScriptLike, parse_script
 
 # The field the Chat Completions adapters read first (`providers.chat.wire.REASONING_FIELDS`),
@@ -387,19 +386,6 @@ def serve_forever(
     """Serve `script` until SIGINT or SIGTERM, announcing the base URL once listening (from the
     main thread: the signals are its own while it serves); the name of the signal that stopped
     it."""
-    received: list[int] = []
-    stop = threading.Event()
-
-    def stopping(signum: int, frame: object) -> None:
-        received.append(signum)
-        stop.set()
-
-    previous = {s: signal.signal(s, stopping) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with ScriptedModelServer(script, host, port) as server:
-            announce(server.base_url)
-            stop.wait()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    return signal.Signals(received[0]).name
+    with stop_signals() as stopped, ScriptedModelServer(script, host, port) as server:
+        announce(server.base_url)
+        return stopped()

@@ -69,8 +69,7 @@ class RetryPolicy:
             )
 
     def backoff(self, transient_failures: int) -> float:
-        delay: float = self.backoff_initial_s * 2.0 ** (transient_failures - 1)
-        return min(self.backoff_max_s, delay)
+        return min(self.backoff_max_s, self.backoff_initial_s * 2.0 ** (transient_failures - 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +110,7 @@ class _Turn:
     compactions: int = 0  # native compactions made by this turn's attempts
     failures: list[FailedAttempt] = field(default_factory=list)
     compaction_failures: tuple[dict[str, Any], ...] = ()
+    observation: Mapping[str, Any] | None = None  # the caller's, for the step record
 
 
 class Session:
@@ -188,17 +188,21 @@ class Session:
         self._state = state
 
     def turn[T](
-        self, new_messages: Sequence[NeutralMessage], parse: Callable[[ModelResponse], T]
+        self,
+        new_messages: Sequence[NeutralMessage],
+        parse: Callable[[ModelResponse], T],
+        *,
+        observation: Mapping[str, Any] | None = None,
     ) -> AcceptedTurn[T]:
         """Ask until `parse` accepts an answer; commit only then. Raises `TurnFailed` otherwise.
 
-        `parse` raises `InvalidAnswer` for an answer that is not a valid action.
+        `parse` raises `InvalidAnswer` for an answer that is not a valid action. `observation`
+        (JSON-able, the caller's own) is written into the step record as it is, redacted.
         """
         check_input_messages(new_messages)
-        started = time.monotonic()
-        turn = _Turn()
+        turn = _Turn(observation=observation)
         try:
-            return self._turn(turn, tuple(new_messages), parse, started)
+            return self._turn(turn, tuple(new_messages), parse, time.monotonic())
         except BaseException as exc:
             # What this turn spent is abandoned; an installed compaction stays billed to the
             # next accepted turn, since the state it made stays accepted.
@@ -296,9 +300,10 @@ class Session:
         continuation, self._continuation = self._continuation, None
         log.info("step %d accepted after %d attempt(s)", accepted.step, accepted.attempts)
         if self.records is not None:
-            self.records.write_step(
-                accepted.step, self._step_record(accepted, continuation, started)
-            )
+            record = self._step_record(accepted, continuation, started)
+            if turn.observation is not None:
+                record["observation"] = dict(turn.observation)
+            self.records.write_step(accepted.step, record)
         return accepted
 
     def _step_record(
@@ -422,13 +427,8 @@ class Session:
         turn.failures.append(FailedAttempt(turn.calls, kind, diagnostics))
         if not reason and exc and exc.diagnostics:
             reason = exc.diagnostics.summary()
-        log.warning(
-            "attempt %d of step %d failed: %s%s",
-            turn.calls,
-            self._steps + 1,
-            kind,
-            f": {reason}" if reason else "",
-        )
+        said = f": {reason}" if reason else ""
+        log.warning("attempt %d of step %d failed: %s%s", turn.calls, self._steps + 1, kind, said)
 
     def _failed(self, turn: _Turn, why: str, exc: BaseException, said: str = "") -> TurnFailed:
         """`TurnFailed` saying `why`; its message ends with what the last attempt `said` (the
