@@ -52,6 +52,11 @@ READ_ONLY_ALLOWED = {
     "/v1/feedback/list",
     "/v1/notifications/endpoints/list",
     "/v1/notifications/deliveries/list",
+    "/v1/inspect/subjects",
+    "/v1/inspect/turns",
+    "/v1/inspect/segments",
+    "/v1/inspect/parked",
+    "/v1/inspect/worker",
 }
 ROUTES = [(path, methods.pop(), level) for path, methods, level in served(memory_app())]
 GUARDED = [(path, method) for path, method, level in ROUTES if level is not None]

@@ -174,6 +174,8 @@ REQUIRED = {
     "/v1/entities/get": {"id"},
     "/v1/entities/candidates": {"question"},
     "/v1/entities/purge": {"id"},
+    "/v1/inspect/turns": {"data_subject_id"},
+    "/v1/inspect/segments": {"data_subject_id"},
 }
 EXACTLY_ONE = {
     "/v1/erasures": ["data_subject_id", "source_observation_ids"],

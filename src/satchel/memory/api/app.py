@@ -17,6 +17,7 @@ from satchel.memory.api.credentials import Credentials
 from satchel.memory.api.deps import Deployment
 from satchel.memory.api.errors import install_error_handlers
 from satchel.memory.api.gate import Admission, Gate, Grant
+from satchel.memory.api.inspector.pages import InspectorPages
 from satchel.memory.api.mcp import MCP_PATH, McpEndpoint
 from satchel.memory.api.metrics import Metrics, RequestMetrics
 from satchel.memory.api.routes import ROUTERS
@@ -94,6 +95,7 @@ def create_app(
         app.include_router(router)
     mcp = McpEndpoint(app, gate, settings.body_timeout)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["POST"], include_in_schema=False))
+    app.router.routes.append(InspectorPages())
 
     @app.get("/health", include_in_schema=True)
     async def health() -> JSONResponse:
