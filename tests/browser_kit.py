@@ -55,9 +55,10 @@ class Watched:
 
 
 def is_local(url: str) -> bool:
-    """A URL of this machine, or one with no network at all (`data:`, `blob:`, `about:`)."""
+    """A URL of this machine: loopback, a file, or one with no network at all (`data:`, `blob:`,
+    `about:`)."""
     parts = urlsplit(url)
-    if parts.scheme in ("data", "blob", "about"):
+    if parts.scheme in ("data", "blob", "about", "file"):
         return True
     return parts.scheme in ("http", "https", "ws") and (parts.hostname or "") in LOOPBACK_HOSTS
 

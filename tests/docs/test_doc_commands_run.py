@@ -13,6 +13,7 @@ Assertions are on exit codes and on output being produced, not on help text.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,8 +21,10 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from doc_pages import ROOT, inline_spans, pages, read_page, shell_invocations
@@ -48,8 +51,6 @@ NOT_RUN = {
     ".venv/bin/satchel bench": "a benchmark: minutes to hours",
     ".venv/bin/python benchmarks/": "a benchmark: minutes to hours",
     ".venv/bin/satchel run --profiles my-profiles.yaml": "names the reader's own profile file",
-    ".venv/bin/satchel view": "serves until stopped; tests/harness/test_view.py and "
-    "test_view_pages.py run it on a real sweep",
     ".venv/bin/satchel rebuild": "names the reader's project, stored turns and formation model; "
     "tests/memory/test_memory_rebuild.py runs each subcommand",
 }
@@ -106,8 +107,15 @@ def model_server_blocks() -> list[tuple[str, str]]:
     ]
 
 
+def view_block() -> tuple[str, str]:
+    """The block that serves the offline example's runs: run on the runs that example made."""
+    return block("docs/harness.md", ".venv/bin/satchel view runs")
+
+
 def kind(where: str, command: str) -> str:
     """Why and where a shown command runs, or why not."""
+    if where == view_block()[0]:
+        return "viewing"
     for start, reason in NOT_RUN.items():
         if command == start or command.startswith(start if start.endswith("/") else start + " "):
             return f"not run: {reason}"
@@ -120,7 +128,7 @@ def kind(where: str, command: str) -> str:
 
 def test_every_shown_command_is_run_or_listed_with_its_reason() -> None:
     kinds = {(where, command): kind(where, command) for where, command in shown_commands()}
-    assert {"direct", "deployment", "model server"} <= set(kinds.values())
+    assert {"direct", "deployment", "model server", "viewing"} <= set(kinds.values())
     stale = [
         start
         for start in NOT_RUN
@@ -255,6 +263,7 @@ def test_the_deployment_blocks_run_as_written(tmp_path: Path) -> None:
 def test_the_harness_blocks_run_against_the_model_server_they_start(tmp_path: Path) -> None:
     if listening(MODEL_SERVER_PORT):
         pytest.skip(f"port {MODEL_SERVER_PORT}, the example profile's, is in use here")
+    made: dict[str, Path] = {}
     for number, (where, text) in enumerate(model_server_blocks()):
         serving, playing = text.strip().split("\n", 1)
         model_server = subprocess.Popen(
@@ -279,5 +288,38 @@ def test_the_harness_blocks_run_against_the_model_server_they_start(tmp_path: Pa
             )
             assert printed.strip(), where
             assert list((runs / "runs").glob("*/run_meta.json")), f"{where}: no run folder"
+            made[where] = runs
         finally:
             stop_group(model_server.pid)
+    harness_example = block("docs/harness.md", "satchel model-server")[0]
+    view_where, view_text = view_block()
+    viewed = view_runs(view_text.split("#")[0].strip(), made[harness_example], tmp_path)
+    assert sorted(run["game"] for run in viewed["runs"]) == ["lamp-0001", "maze-0001"], view_where
+    assert not viewed["skipped"], view_where
+
+
+def view_runs(command: str, cwd: Path, home: Path) -> dict[str, Any]:
+    """Run a shown `satchel view` command on a free port in `cwd`: its runs listing, once the
+    runs page and the report page answer."""
+    viewer = subprocess.Popen(
+        [*argv(command), "--port", "0"],
+        cwd=cwd,
+        env=isolated_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert viewer.stdout is not None
+        line = viewer.stdout.readline()
+        found = re.fullmatch(r"(http://127\.0\.0\.1:\d+/)\n", line)
+        assert found, f"{command}: printed {line!r}"
+        for page in ("", "report"):
+            with urllib.request.urlopen(found.group(1) + page, timeout=SLOW) as answer:
+                assert answer.status == 200, page
+        with urllib.request.urlopen(found.group(1) + "api/runs", timeout=SLOW) as answer:
+            listing: dict[str, Any] = json.loads(answer.read())
+        return listing
+    finally:
+        stop_group(viewer.pid)

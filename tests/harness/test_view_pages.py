@@ -7,6 +7,8 @@ machine."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 from playwright.sync_api import Page
 
 from browser_kit import Watched, screenshot
+from harness.test_sweeps import environment
 from harness.view_kit import GAMES, MARKUP, PLAIN, TRICKY, make_runs, run_folders, viewing
 from satchel.harness.view.replay import digest
 
@@ -204,4 +207,24 @@ def test_the_report_page_draws_its_three_plots_offline(
     assert PLAIN in page.inner_text("body") and TRICKY in page.inner_text("body")
     screenshot(page, "view-report", tmp_path)
     watched.assert_only_loopback()
+    watched.assert_no_script_ran()
+
+
+def test_the_report_file_opens_from_disk_with_its_plots_and_fetches_nothing(
+    watched: Watched, runs_dir: Path, tmp_path: Path
+) -> None:
+    page_file = tmp_path / "report.html"
+    made = subprocess.run(
+        [sys.executable, "-m", "satchel", "report", str(runs_dir), "--html", str(page_file)],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    answer = watched.page.goto(page_file.as_uri())
+    assert answer is not None and answer.ok
+    assert watched.page.locator("svg").count() == 3
+    assert PLAIN in watched.page.inner_text("body")
+    assert watched.requests == [page_file.as_uri()]  # the page itself, and nothing more
     watched.assert_no_script_ran()

@@ -101,7 +101,7 @@ def test_another_projects_token_sees_nothing_and_no_token_is_refused(
             answer = anonymous.post(path, json={"data_subject_id": ANN})
             assert answer.status_code == 401, path
             assert answer.json()["error"]["code"] == "unauthenticated"
-        assert anonymous.get("/v1/inspect/worker").status_code == 401
+        assert anonymous.post("/v1/inspect/worker", json={}).status_code == 401
 
 
 def test_a_parked_turn_is_listed_by_metadata_only(
@@ -120,7 +120,7 @@ def test_a_parked_turn_is_listed_by_metadata_only(
     assert "SECRET" not in answer.text and ANN not in answer.text
     states = post(http, "/v1/inspect/turns", {"data_subject_id": ANN})["turns"]
     assert [t["state"] for t in states] == ["formed", "parked"]
-    worker = http.get("/v1/inspect/worker")
+    worker = http.post("/v1/inspect/worker", json={})
     assert worker.status_code == 200 and worker.json() == {"running": 0, "beat_age_seconds": None}
 
 

@@ -1,4 +1,4 @@
-"""`POST /v1/inspect/{subjects,turns,segments,parked}` and `GET /v1/inspect/worker`: the
+"""`POST /v1/inspect/{subjects,turns,segments,parked,worker}`: the
 read-only routes the memory inspector needs beyond the contract's (satchel's own, under one
 prefix), each a bounded page of the token's project."""
 
@@ -32,6 +32,10 @@ PageLimit = Annotated[int, Field(ge=0, le=MAX_PAGE)] | None
 
 class InspectBody(Body):
     refusal: ClassVar[str] = "invalid_inspection"
+
+
+class WorkerBody(InspectBody):
+    """No fields: the workers are the deployment's."""
 
 
 class SubjectsBody(InspectBody):
@@ -246,8 +250,8 @@ async def inspect_parked(body: ParkedBody, parts: Parts, grant: Project) -> Park
     )
 
 
-@router.get("/v1/inspect/worker", response_model=WorkerAnswer, **access("read"))
-async def inspect_worker(parts: Parts) -> WorkerAnswer:
+@router.post("/v1/inspect/worker", response_model=WorkerAnswer, **access("read"))
+async def inspect_worker(body: WorkerBody, parts: Parts) -> WorkerAnswer:
     """The deployment's formation workers (shared by its projects): how many run, and the
     seconds since the freshest one reported in (null when none runs)."""
     state = await inspection.worker_state(parts.pool)

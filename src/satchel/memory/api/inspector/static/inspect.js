@@ -99,7 +99,7 @@ async function loadStatus() {
   const list = $("freshness");
   try {
     const [fresh, worker] = await Promise.all([api("/v1/freshness"),
-      api("/v1/inspect/worker")]);
+      api("/v1/inspect/worker", {})]);
     list.replaceChildren();
     term(list, "stored through", fresh.stored === null ? "nothing yet" : String(fresh.stored));
     term(list, "formed through", fresh.formed === null ? "nothing yet" : String(fresh.formed));
