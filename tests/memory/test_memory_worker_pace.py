@@ -67,20 +67,20 @@ def test_the_passages_are_embedded_while_the_model_forms_the_turns(
     assert (tally.formed, tally.passages) == (1, 2)
 
 
-def test_without_a_model_a_pass_forms_its_turns_in_one_transaction(
+def test_without_a_model_a_pass_forms_four_batches_in_one_transaction(
     live_server: LiveServer, http: httpx.Client
 ) -> None:
-    for n in range(5):
+    for n in range(9):
         observe(http, ANN, ("user", f"Turn {n}: I live in Cork."))
-    settings = MemorySettings(form_on_store=False, formation_batch=4)
+    settings = MemorySettings(form_on_store=False, formation_batch=2)
     first = one_pass(live_server.database_url, settings, Letters())
-    assert first.formed == 4
+    assert first.formed == 8
     formed = rows(
         live_server.database_url,
         "SELECT log_offset, formed_at FROM observations WHERE formed_at IS NOT NULL"
         " ORDER BY log_offset",
     )
-    assert [offset for offset, _ in formed] == [0, 1, 2, 3]
+    assert [offset for offset, _ in formed] == list(range(8))
     assert len({at for _, at in formed}) == 1  # one transaction, one time
     assert one_pass(live_server.database_url, settings, Letters()).formed == 1
-    assert http.get("/v1/freshness").json()["formed"] == 4
+    assert http.get("/v1/freshness").json()["formed"] == 8

@@ -56,6 +56,9 @@ from satchel.memory.store.terms import count_terms
 log = logging.getLogger("satchel.memory.worker")
 
 BEAT_EVERY = 5.0  # seconds: a worker at work reports in at most this often, and once a pass
+# With no model a pass forms this many times `formation_batch` turns: forming them is one update,
+# and the segment walk after it is what a pass costs, so fewer passes do the same work.
+UNREAD_BATCHES = 4
 
 
 @dataclass(slots=True)
@@ -270,13 +273,16 @@ class Worker:
             await count_terms(conn, project_id)
 
     async def _form(self, conn: Conn, project_id: int, tally: Tally) -> None:
-        turns = await store.due_turns(conn, project_id, self.settings.formation_batch)
-        if self.model is None:  # no claims to extract: the batch is formed at once
+        if self.model is None:  # no claims to extract: a larger batch, formed at once
+            turns = await store.due_turns(
+                conn, project_id, self.settings.formation_batch * UNREAD_BATCHES
+            )
             count = await form_without_claims(conn, project_id, turns, self.extractor)
             tally.formed += count
             self.totals.formed += count
             await self._beat(conn)
             return
+        turns = await store.due_turns(conn, project_id, self.settings.formation_batch)
         vocabulary = await store.vocabulary(conn) if turns else {}
         for turn in turns:
             outcome: list[Candidate | RejectedClaim] = []
