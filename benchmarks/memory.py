@@ -4,9 +4,10 @@ Starts its own embedded PostgreSQL in a temporary directory and `satchel serve` 
 port (a separate process, as a user runs it: worker on, access log on), then measures over HTTP
 with keep-alive connections:
 
-* observe: one client posting turns one after another (p50, p95 in ms), then 8 concurrent
-  clients (turns/s over the whole run), while the worker counts and embeds what they write;
-  the table says how far it had got when the writes ended;
+* observe: once the worker has indexed the context subjects' turns (loaded below without
+  vectors or counts), one client posting turns one after another (p50, p95 in ms), then 8
+  concurrent clients (turns/s over the whole run), while the worker counts and embeds what they
+  write; the table says how far it had got when the writes ended;
 * recall at 100k facts and 100k stored messages: facts loaded in bulk with COPY, row for row what
   `records/assert` writes (a curated source turn and its message, entities and the observations
   naming them, the fact and its evidence), and 50k observed turns of 200 people (see
