@@ -4,10 +4,9 @@ Starts its own embedded PostgreSQL in a temporary directory and `satchel serve` 
 port (a separate process, as a user runs it: worker on, access log on), then measures over HTTP
 with keep-alive connections:
 
-* observe: once the worker has indexed the context subjects' turns (loaded below without
-  vectors or counts), one client posting turns one after another (p50, p95 in ms), then 8
-  concurrent clients (turns/s over the whole run), while the worker counts and embeds what they
-  write; the table says how far it had got when the writes ended;
+* observe: one client posting turns one after another (p50, p95 in ms), then 8 concurrent
+  clients (turns/s over the whole run), while the worker counts and embeds what they write;
+  the table says how far it had got when the writes ended;
 * recall at 100k facts and 100k stored messages: facts loaded in bulk with COPY, row for row what
   `records/assert` writes (a curated source turn and its message, entities and the observations
   naming them, the fact and its evidence), and 50k observed turns of 200 people (see
@@ -471,14 +470,6 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
             conn.execute("VACUUM ANALYZE")
         with service(url, folder) as served:
             port = served.port
-            # The context subjects' turns are loaded without vectors or counts: the worker
-            # indexes them first, so that the burst below is all it catches up with.
-            began = time.perf_counter()
-            for loaded_project in (contexts_project, segmented_project):
-                indexed_s = caught_up(url, loaded_project, args.catch_up, began)
-            notes["worker before writes"] = (
-                f"the context subjects' 2 x {args.turns} turns indexed in {indexed_s:.1f} s"
-            )
             one = observe_one_client(port, observe_token, args.observe, args.warmup)
             results["observe_p50_ms"] = statistics.median(one)
             results["observe_p95_ms"] = percentile(one, 0.95)
