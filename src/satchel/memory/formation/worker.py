@@ -38,9 +38,14 @@ from satchel.memory.formation.segments import (
     extractive_summary,
     write_segments,
 )
-from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, load_embedder
-from satchel.memory.passages.index import index_passages
-from satchel.memory.service.formation import form, record_failure
+from satchel.memory.passages.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    Vectors,
+    load_embedder,
+)
+from satchel.memory.passages.index import PassageBatch, next_passages, store_passages
+from satchel.memory.service.formation import form, form_without_claims, record_failure
 from satchel.memory.service.retention import sweep
 from satchel.memory.store import formation as store
 from satchel.memory.store import workers
@@ -51,6 +56,9 @@ from satchel.memory.store.terms import count_terms
 log = logging.getLogger("satchel.memory.worker")
 
 BEAT_EVERY = 5.0  # seconds: a worker at work reports in at most this often, and once a pass
+# With no model a pass forms this many times `formation_batch` turns: forming them is one update,
+# and the segment walk after it is what a pass costs, so fewer passes do the same work.
+UNREAD_BATCHES = 4
 
 
 @dataclass(slots=True)
@@ -224,16 +232,61 @@ class Worker:
             self.conn = None
 
     async def _project(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        """Form turns, write segments and count terms while the embedder embeds the next
+        passages in a thread (the model and the database work overlap on two cores); then store
+        the vectors."""
+        batch = await next_passages(conn, project_id, self.embedder) if self.embedder else None
+        vectors, done = await asyncio.gather(
+            self._embedded(batch),
+            self._form_and_count(conn, project_id, tally),
+            return_exceptions=True,
+        )
+        if isinstance(done, BaseException):
+            raise done
+        if isinstance(vectors, EmbedderUnavailable):
+            log.warning("passage indexing failed for project %d: %s", project_id, vectors)
+            self._failed("embedder")
+            return
+        if isinstance(vectors, BaseException):
+            raise vectors
+        if batch is None or self.embedder is None:
+            return
+        try:
+            embedded = await store_passages(conn, self.embedder, batch, vectors)
+        except EmbedderUnavailable as exc:
+            log.warning("passage indexing failed for project %d: %s", project_id, exc)
+            self._failed("embedder")
+            return
+        tally.passages += embedded
+        self.totals.embedded += embedded
+
+    async def _embedded(self, batch: PassageBatch | None) -> Vectors | None:
+        """The batch's vectors, the model run in a thread (None when there is no text)."""
+        if batch is None or not batch.texts or self.embedder is None:
+            return None
+        return await asyncio.to_thread(self.embedder.embed, batch.texts)
+
+    async def _form_and_count(self, conn: Conn, project_id: int, tally: Tally) -> None:
         await self._form(conn, project_id, tally)
         await self._segments(conn, project_id, tally)
-        await self._passages(conn, project_id, tally)
+        async with conn.transaction():
+            await count_terms(conn, project_id)
 
     async def _form(self, conn: Conn, project_id: int, tally: Tally) -> None:
+        if self.model is None:  # no claims to extract: a larger batch, formed at once
+            turns = await store.due_turns(
+                conn, project_id, self.settings.formation_batch * UNREAD_BATCHES
+            )
+            count = await form_without_claims(conn, project_id, turns, self.extractor)
+            tally.formed += count
+            self.totals.formed += count
+            await self._beat(conn)
+            return
         turns = await store.due_turns(conn, project_id, self.settings.formation_batch)
-        vocabulary = await store.vocabulary(conn) if turns and self.model else {}
+        vocabulary = await store.vocabulary(conn) if turns else {}
         for turn in turns:
             outcome: list[Candidate | RejectedClaim] = []
-            if self.model is not None and turn.kind == "turn":
+            if turn.kind == "turn":
                 try:
                     outcome = await extract(
                         self.model, await store.messages_of(conn, turn.id), vocabulary
@@ -282,17 +335,3 @@ class Worker:
             self._failed("summary")
             return
         self.segmented[project_id] = state
-
-    async def _passages(self, conn: Conn, project_id: int, tally: Tally) -> None:
-        async with conn.transaction():
-            await count_terms(conn, project_id)
-        if self.embedder is None:
-            return
-        try:
-            embedded = await index_passages(conn, project_id, self.embedder)
-        except EmbedderUnavailable as exc:
-            log.warning("passage indexing failed for project %d: %s", project_id, exc)
-            self._failed("embedder")
-            return
-        tally.passages += embedded
-        self.totals.embedded += embedded

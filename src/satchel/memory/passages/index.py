@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from satchel.memory.passages.embedder import Embedder
+from satchel.memory.passages.embedder import Embedder, EmbedderUnavailable, Vectors
 from satchel.memory.store.database import Conn
 from satchel.memory.store.erasure import lock_erasures
 from satchel.memory.store.terms import progress
@@ -43,23 +44,46 @@ async def generation(conn: Conn, project_id: int, embedder: Embedder) -> uuid.UU
     return fresh
 
 
+@dataclass(frozen=True, slots=True)
+class PassageBatch:
+    """The next whole turns' messages to embed: read at `generation`, after the project's
+    vectors reached `after`, through offset `through`; `rows` are (offset, message id, subject,
+    role, turn, content) and `texts` their distinct contents, in order."""
+
+    project_id: int
+    generation: uuid.UUID
+    after: int
+    through: int
+    rows: list[tuple[Any, ...]]
+    texts: list[str]
+
+
 async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit: int = 256) -> int:
     """Embed the messages of the next turns in log order, whole turns and about `limit`
-    messages at a time; how many were embedded.
+    messages at a time; how many were embedded (`next_passages`, the model in a thread, then
+    `store_passages`)."""
+    batch = await next_passages(conn, project_id, embedder, limit)
+    if batch is None:
+        return 0
+    vectors = await asyncio.to_thread(embedder.embed, batch.texts) if batch.texts else None
+    return await store_passages(conn, embedder, batch, vectors)
 
-    The messages are read and embedded outside any transaction, so no lock or transaction id is
-    held while the model runs (one would hold back the pruning of every row updated meanwhile,
-    the project's log row first). The vectors are written in a short transaction that locks the
-    project's progress row and first checks that no other builder moved it and the generation
-    is the same; otherwise nothing is written and the next pass starts from where it is. That
-    transaction holds erasures off (`lock_erasures`) and writes vectors only of the messages
-    still stored: one erased while it embedded is passed over, as if it had never been read.
+
+async def next_passages(
+    conn: Conn, project_id: int, embedder: Embedder, limit: int = 256
+) -> PassageBatch | None:
+    """The messages of the next whole turns, about `limit` in all, to embed; None when every
+    stored turn has its vectors.
+
+    They are read outside any transaction, and the caller embeds them outside any too, so no
+    lock or transaction id is held while the model runs (one would hold back the pruning of
+    every row updated meanwhile, the project's log row first).
     """
     async with conn.transaction():
         begun = await generation(conn, project_id, embedder)
         stored, after, _ = await progress(conn, project_id)
     if stored <= after:
-        return 0
+        return None
     cursor = await conn.execute(
         "SELECT o.log_offset, m.id, m.data_subject_id, m.role, m.turn, m.content"
         " FROM observations o JOIN messages m ON m.observation_id = o.id"
@@ -70,18 +94,37 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
     rows = await cursor.fetchall()
     through = _whole_turns(rows, limit, stored)
     rows = [row for row in rows if row[0] <= through]
+    # A text said again (an assistant's stock reply) is embedded once a batch.
+    texts = list(dict.fromkeys(row[5] for row in rows))
+    return PassageBatch(project_id, begun, after, through, rows, texts)
+
+
+async def store_passages(
+    conn: Conn, embedder: Embedder, batch: PassageBatch, vectors: Vectors | None
+) -> int:
+    """Write the batch's vectors (`vectors[i]` is `batch.texts[i]`'s); how many messages.
+
+    A short transaction locks the project's progress row and first checks that no other builder
+    moved it and the generation is the same; otherwise nothing is written and the next pass
+    starts from where it is. It holds erasures off (`lock_erasures`) and writes vectors only of
+    the messages still stored: one erased while it was embedded is passed over, as if it had
+    never been read.
+    """
+    project_id = batch.project_id
     values: list[tuple[Any, ...]] = []
-    if rows:
-        # A text said again (an assistant's stock reply) is embedded once a pass.
-        texts = list(dict.fromkeys(row[5] for row in rows))
-        vectors = await asyncio.to_thread(embedder.embed, texts)
-        forms = {text: packed(vector) for text, vector in zip(texts, vectors, strict=True)}
-        values = [(project_id, row[2], row[3], row[4], forms[row[5]], row[1]) for row in rows]
+    if batch.rows:
+        if vectors is None or len(vectors) != len(batch.texts):
+            found = 0 if vectors is None else len(vectors)
+            raise EmbedderUnavailable(
+                f"the embedder answered {found} vectors for {len(batch.texts)} texts"
+            )
+        forms = {text: packed(vector) for text, vector in zip(batch.texts, vectors, strict=True)}
+        values = [(project_id, r[2], r[3], r[4], forms[r[5]], r[1]) for r in batch.rows]
     async with conn.transaction():
         await lock_erasures(conn, project_id, shared=True)
-        if await generation(conn, project_id, embedder) != begun:
+        if await generation(conn, project_id, embedder) != batch.generation:
             return 0
-        if (await progress(conn, project_id))[1] != after:
+        if (await progress(conn, project_id))[1] != batch.after:
             return 0
         if values:
             async with conn.cursor() as writer:
@@ -94,9 +137,9 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
                 )
         await conn.execute(
             "UPDATE passage_progress SET vectors_through = %s WHERE project_id = %s",
-            (through, project_id),
+            (batch.through, project_id),
         )
-    return len(rows)
+    return len(batch.rows)
 
 
 def _whole_turns(rows: list[tuple[Any, ...]], limit: int, stored: int) -> int:

@@ -1,5 +1,6 @@
-"""Formation's use cases: form one claimed turn, record a failed attempt, unpark turns (of projects,
-or one by id); each one transaction that first checks the turn's state."""
+"""Formation's use cases: form one claimed turn (or a batch no model reads), record a failed
+attempt, unpark turns (of projects, or one by id); each one transaction that first checks the
+turn's state."""
 
 from __future__ import annotations
 
@@ -81,6 +82,21 @@ async def form(
         await store.mark_formed(conn, turn, extractor, at)
         await recompute_formed(conn, project_id)
     return Formed(True, len(admitted), refused)
+
+
+async def form_without_claims(
+    conn: Conn, project_id: int, turns: list[store.DueTurn], extractor: Extractor
+) -> int:
+    """Form turns no model reads (they have no claims to admit) in one transaction: lock the
+    log, mark each turn still unformed formed by `extractor`, recompute the watermark once; how
+    many were formed. One round trip for the batch, where `form` takes one per turn."""
+    if not turns:
+        return 0
+    async with conn.pipeline(), conn.transaction():
+        await lock_log(conn, project_id)
+        formed = await store.mark_all_formed(conn, project_id, [t.id for t in turns], extractor)
+        await recompute_formed(conn, project_id)
+    return formed
 
 
 async def unpark(conn: Conn, project: str | None) -> int:

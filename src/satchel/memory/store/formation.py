@@ -216,6 +216,21 @@ async def mark_formed(conn: Conn, turn: DueTurn, extractor: Extractor, at: datet
     )
 
 
+async def mark_all_formed(
+    conn: Conn, project_id: int, turns: list[uuid.UUID], extractor: Extractor
+) -> int:
+    """Inside a transaction holding the log lock: each of `turns` still neither formed nor
+    parked is formed now by `extractor` (its row locked by the update); how many."""
+    cursor = await conn.execute(
+        "UPDATE observations SET formed_at = now(), last_error = NULL, next_attempt_at = NULL,"
+        " extractor_model = %s, extractor_prompt = %s, extractor_code = %s"
+        " WHERE project_id = %s AND id = ANY(%s) AND formed_at IS NULL AND parked_at IS NULL"
+        " RETURNING id",  # counted from the rows: in a pipeline the row count is not known yet
+        (extractor.model, extractor.prompt, extractor.code, project_id, turns),
+    )
+    return len(await cursor.fetchall())
+
+
 def candidate_fields(claim: Candidate) -> dict[str, Any]:
     """What a rejected claim keeps of a candidate that duplicated a current fact."""
     return {
