@@ -23,13 +23,14 @@ from satchel.memory.passages.index import index_passages
 from satchel.memory.passages.neighbours import with_neighbours
 from satchel.memory.passages.ranking import (
     NEIGHBOUR_WEIGHT,
-    SESSION_TOP,
-    SESSION_WEIGHT,
+    STRETCH_TOP,
+    STRETCH_WEIGHT,
     lexemes_to_read,
 )
 from satchel.memory.passages.search import SearchLimits, search_passages, weigh
 from satchel.memory.store.passage_rankings import (
     EF_SEARCH,
+    WINDOW_TURNS,
     MessagePlace,
     ScanSettings,
     text_ranking,
@@ -310,6 +311,10 @@ LOG = [
     ("ann", "artifact"),  # an observation of ann's with no messages
     ("ann", ["after the artifact", "and its reply", "and more"]),
     ("ben", ["ben again"]),
+    # ann goes on past a stretch's reach: her first turns and her last are not one stretch
+    *[("ann", [f"later thing {n}"]) for n in range(6)],
+    ("ben", ["ben a third time"]),
+    ("ann", ["the last thing", "its answer"]),
 ]
 
 
@@ -403,27 +408,39 @@ def test_neighbours_share_their_scores_exactly_as_the_log_says(
 
     found = asyncio.run(smoothed(read_whole=False))
     assert asyncio.run(smoothed(read_whole=True)) == found
-    sessions: dict[Any, list[float]] = {}
-    for chunk, score in scores.items():
-        sessions.setdefault(session_key(live_server.database_url, chunk), []).append(score)
+    turn_of = turn_numbers(live_server.database_url)
     for chunk, score in scores.items():
         before, after = around[str(chunk)]
         near = sum(scores.get(uuid.UUID(m), 0.0) for m in (before, after) if m is not None)
-        mates = sorted(sessions[session_key(live_server.database_url, chunk)], reverse=True)
-        session = sum(mates[:SESSION_TOP]) / SESSION_TOP
-        want = score + NEIGHBOUR_WEIGHT * near + SESSION_WEIGHT * session
+        subject, turn = turn_of[chunk]
+        mates = sorted(
+            (
+                other
+                for mate, other in scores.items()
+                if turn_of[mate][0] == subject
+                and abs(turn_of[mate][1] - turn) <= (WINDOW_TURNS if subject else 0)
+            ),
+            reverse=True,
+        )
+        stretch = sum(mates[:STRETCH_TOP]) / STRETCH_TOP
+        want = score + NEIGHBOUR_WEIGHT * near + STRETCH_WEIGHT * stretch
         assert found[chunk] == pytest.approx(want), chunk
 
 
-def session_key(url: str, chunk: uuid.UUID) -> tuple[Any, Any]:
+def turn_numbers(url: str) -> dict[uuid.UUID, tuple[Any, int]]:
+    """Each message's data subject and its turn's place among all its subject's turns (a
+    message with no subject: its own turn, as the subject, at 0)."""
     with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT o.data_subject_id, m.occurred_at FROM messages m"
-            " JOIN observations o ON o.id = m.observation_id WHERE m.id = %s",
-            (chunk,),
-        ).fetchone()
-    assert row is not None
-    return row[0], row[1]
+        rows = conn.execute(
+            "SELECT m.id, o.data_subject_id, o.id,"
+            " dense_rank() OVER (PARTITION BY o.data_subject_id ORDER BY o.log_offset)"
+            " FROM observations o LEFT JOIN messages m ON m.observation_id = o.id"
+        ).fetchall()
+    return {
+        row[0]: (row[1], int(row[3])) if row[1] is not None else (row[2], 0)
+        for row in rows
+        if row[0] is not None
+    }
 
 
 def test_full_text_reads_a_lexeme_over_the_cap_only_when_no_vectors_rank(

@@ -1,21 +1,23 @@
 """The ranking maths of passage search, pure: term weights (IDF), which lexemes full text reads,
 the fusion of the rankings, the period windows, and the shares a message takes of its neighbours'
-and its session's scores."""
+and its stretch's scores."""
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from satchel.memory.passages.periods import Period, shifted
-from satchel.memory.store.passage_rankings import MessagePlace, Ranking
+from satchel.memory.store.passage_rankings import WINDOW_TURNS, MessagePlace, Ranking
 
 TEXT_WEIGHT = 0.35  # share of the best-normalized BM25 score; the rest is cosine similarity
 COSINE_FLOOR = 0.1  # cosine similarity below this counts as unrelated
 NEIGHBOUR_WEIGHT = 0.3  # share of the previous and next messages' scores a message inherits
-SESSION_WEIGHT = 1.0  # share of its session's score (the best messages said at the same time)
-SESSION_TOP = 4  # how many of a session's best messages its score averages
+STRETCH_WEIGHT = 1.0  # share of its stretch's score (the best said around it by its subject)
+STRETCH_TOP = 4  # how many of a stretch's best messages its score averages
 COMMON_SHARE = 0.2  # a word in more of the scope's messages than this is not embedded
 MAX_TEXT_MATCHES = 5_000  # messages full text reads for a question (see `lexemes_to_read`)
 PERIOD_WEIGHT = 0.2  # what being said in a period the question names adds
@@ -93,18 +95,24 @@ def places(*rankings: Ranking) -> dict[uuid.UUID, MessagePlace]:
 
 
 def with_shares(
-    scores: dict[uuid.UUID, float], found: list[MessagePlace], before: Links, after: Links
+    scores: dict[uuid.UUID, float],
+    found: list[MessagePlace],
+    before: Links,
+    after: Links,
+    turn_of: list[int | None],
 ) -> list[tuple[uuid.UUID, float]]:
     """Each message's score (`found`: each scored message's place, in the order of `scores`)
     plus `NEIGHBOUR_WEIGHT` of the scores of the messages said just `before` and `after` it, and
-    `SESSION_WEIGHT` of its session's score: the mean of the `SESSION_TOP` best scores said by
-    its data subject at its `occurred_at`; best first, ties in the order of the ids."""
+    `STRETCH_WEIGHT` of its stretch's score: the mean of the `STRETCH_TOP` best scores said by
+    its data subject within `WINDOW_TURNS` turns of it (`turn_of`: each message's turn number in
+    its subject's conversation; without a subject, the stretch is its own turn); best first,
+    ties in the order of the ids."""
     # Hundreds of candidates in a passage search: each id is looked up as few times as can be
     # (a UUID hashes in Python), the rest goes by position.
     smoothed: list[float] = []
-    sessions: dict[tuple[str | None, datetime], list[float]] = {}
-    session_of: list[tuple[str | None, datetime]] = []
-    for placed, score in zip(found, scores.values(), strict=True):
+    lines: dict[object, list[tuple[int, float]]] = {}
+    line_of: list[tuple[object, int]] = []
+    for placed, score, turn in zip(found, scores.values(), turn_of, strict=True):
         chunk = placed.id
         around = 0.0
         if (earlier := before.get(chunk)) is not None:
@@ -112,17 +120,20 @@ def with_shares(
         if (later := after.get(chunk)) is not None:
             around += scores[later]
         smoothed.append(score + NEIGHBOUR_WEIGHT * around)
-        key = (placed.subject, placed.occurred_at)
-        session_of.append(key)
-        sessions.setdefault(key, []).append(score)
-    if SESSION_WEIGHT:
-        session_score = {
-            key: sum(sorted(values, reverse=True)[:SESSION_TOP]) / SESSION_TOP
-            for key, values in sessions.items()
-        }
-        smoothed = [
-            value + SESSION_WEIGHT * session_score[key]
-            for value, key in zip(smoothed, session_of, strict=True)
-        ]
+        key: object = placed.observation_id if turn is None else placed.subject
+        at = 0 if turn is None else turn
+        line_of.append((key, at))
+        lines.setdefault(key, []).append((at, score))
+    for line in lines.values():
+        line.sort()
+    stretch: dict[tuple[object, int], float] = {}
+    for n, (key, at) in enumerate(line_of):
+        if (key, at) not in stretch:
+            line = lines[key]
+            low = bisect.bisect_left(line, (at - WINDOW_TURNS, -math.inf))
+            high = bisect.bisect_right(line, (at + WINDOW_TURNS, math.inf))
+            best = heapq.nlargest(STRETCH_TOP, (score for _, score in line[low:high]))
+            stretch[(key, at)] = sum(best) / STRETCH_TOP
+        smoothed[n] += STRETCH_WEIGHT * stretch[(key, at)]
     # Ties in the order of the ids' text, which is the order of their 128-bit values.
     return sorted(zip(scores, smoothed, strict=True), key=lambda item: (-item[1], item[0].int))

@@ -1,4 +1,4 @@
-"""The rows a passage search answers with and the adjacency of its candidates' turns: the two
+"""The rows a passage search answers with and how far apart its candidates' turns are: the two
 statements read after the rankings, for the candidates the rankings did not read whole."""
 
 from __future__ import annotations
@@ -45,24 +45,27 @@ async def ask_hits(
     return rows
 
 
-async def adjacent_turns(
-    conn: Conn, project_id: int, pairs: list[TurnPair]
-) -> list[tuple[str, int, int, int]]:
-    """Of `pairs` (subject, lower and higher log offset), those with no turn of their subject
-    between them, each with the lower turn's last ordinal."""
+async def turn_distances(
+    conn: Conn, project_id: int, pairs: list[TurnPair], reach: int
+) -> list[tuple[str, int, int, int, int | None]]:
+    """For each of `pairs` (subject, lower and higher log offset), how many turns of its
+    subject apart the two are, counted up to `reach` + 1 (anything further counts as that);
+    and, for two adjacent turns, the lower one's last ordinal (None otherwise)."""
     cursor = await conn.execute(
-        "SELECT p.s, p.lo, p.hi, (SELECT max(m.ordinal) FROM observations l"
-        "  JOIN messages m ON m.observation_id = l.id"
-        "  WHERE l.project_id = %s AND l.data_subject_id = p.s AND l.log_offset = p.lo)"
-        " FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS p(s, lo, hi)"
-        " WHERE NOT EXISTS (SELECT 1 FROM observations o WHERE o.project_id = %s"
-        "  AND o.data_subject_id = p.s AND o.log_offset > p.lo AND o.log_offset < p.hi)",
+        "SELECT p.s, p.lo, p.hi, d.apart, CASE WHEN d.apart = 1 THEN"
+        "  (SELECT max(m.ordinal) FROM observations l JOIN messages m ON m.observation_id = l.id"
+        "  WHERE l.project_id = %s AND l.data_subject_id = p.s AND l.log_offset = p.lo) END"
+        " FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS p(s, lo, hi),"
+        " LATERAL (SELECT count(*) + 1 AS apart FROM (SELECT 1 FROM observations o"
+        "  WHERE o.project_id = %s AND o.data_subject_id = p.s"
+        "  AND o.log_offset > p.lo AND o.log_offset < p.hi LIMIT %s) b) d",
         (
             project_id,
             text_array(pair[0] for pair in pairs),
             int_array(pair[1] for pair in pairs),
             int_array(pair[2] for pair in pairs),
             project_id,
+            reach,
         ),
     )
     return list(await cursor.fetchall())

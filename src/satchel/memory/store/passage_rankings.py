@@ -37,16 +37,18 @@ EF_SEARCH = 100
 # neighbourhood costs more than the statements it saves: only places are read, and neighbours
 # and hits after fusion, for the few that need them.
 WHOLE_UP_TO = 64
+# A message's stretch of conversation: its data subject's turns within this many of its own.
+WINDOW_TURNS = 6
 
 
 # Not frozen, like `MessagePlace`: made for every candidate, and a frozen dataclass is slower to
 # make (each field set through object.__setattr__).
 @dataclass(slots=True)
 class TurnNeighbourhood:
-    """What a turn's neighbours need: the log offset of its subject's next turn (None when it
-    is the last) and the ordinal of its own last message."""
+    """What a turn's neighbours need: the log offsets of its subject's next `WINDOW_TURNS`
+    turns (fewer near the end) and the ordinal of its own last message."""
 
-    next_offset: int | None
+    following: list[int]
     last_ordinal: int
 
 
@@ -193,14 +195,15 @@ EXACT_NEAREST = sql.SQL(
 
 # A ranking's messages (its `id` and `score` columns) and those `also` names (score NULL), each
 # read whole in the same round trip: place, hit row and, for a message whose subject has another
-# of them in a later turn, its turn's neighbourhood (only such turns can border another's).
+# of them in a later turn, its turn's neighbourhood (only such turns can border another's or
+# share its stretch).
 # Neighbours and hits then need no statement of their own.
 READ_WHOLE = sql.SQL(
     "SELECT w.id, w.score, w.observation_id, w.ordinal, w.project_id, w.data_subject_id,"
     " w.log_offset, w.occurred_at,"
-    " CASE WHEN w.followed THEN (SELECT min(n.log_offset) FROM observations n"
+    " CASE WHEN w.followed THEN ARRAY(SELECT n.log_offset FROM observations n"
     "  WHERE n.project_id = w.project_id AND n.data_subject_id = w.data_subject_id"
-    "  AND n.log_offset > w.log_offset) END,"
+    "  AND n.log_offset > w.log_offset ORDER BY n.log_offset LIMIT {reach}) END,"
     " CASE WHEN w.followed THEN (SELECT max(t.ordinal) FROM messages t"
     "  WHERE t.observation_id = w.observation_id) END,"
     " w.role, w.content, w.similarity, w.share"
@@ -235,7 +238,9 @@ async def _ask_vector_ranking(
         return places_only
     cosine, cosine_values = cosine_expression(vector, project_id)
     share, share_values = share_expression(terms)
-    query = READ_WHOLE.format(cosine=cosine, share=share, ranking=ranking)
+    query = READ_WHOLE.format(
+        cosine=cosine, share=share, ranking=ranking, reach=sql.Literal(WINDOW_TURNS)
+    )
     cursor = await conn.execute(query, [*cosine_values, *share_values, *values, uuid_array(also)])
 
     async def whole() -> VectorRanking:
@@ -244,8 +249,8 @@ async def _ask_vector_ranking(
         rows: HitRows = {}
         for row in await cursor.fetchall():
             chunk, score, source, ordinal, project, subject, offset, occurred = row[:8]
-            after, last = row[8:10]
-            around = None if last is None else TurnNeighbourhood(after, last)
+            following, last = row[8:10]
+            around = None if last is None else TurnNeighbourhood(following, last)
             place = MessagePlace(chunk, source, ordinal, project, subject, offset, occurred, around)
             if score is not None:
                 ranked.append((place, float(score)))
