@@ -82,7 +82,7 @@ async def vocabulary(conn: Conn) -> dict[str, str]:
 
 
 # The first turn formed with no extraction model of a project (of one person), in the order of
-# their partial index `observations_formed_without_model` (migration 0024): ordered so and cut at
+# their partial index `observations_formed_without_model` (migration 0022): ordered so and cut at
 # one row, the statement has no cheaper plan than that index, whatever the statistics say. As an
 # EXISTS it was planned as a scan of the table stopping at the first match, which read every row
 # of the table when the matches the statistics counted were another project's.
