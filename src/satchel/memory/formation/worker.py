@@ -74,6 +74,7 @@ class Tally:
     segments: int = 0
     passages: int = 0
     reports: int = 0
+    stopped: int = 0  # report passes stopped for new turns
     embedding: int = 0  # messages still being embedded, handed on to the next pass to store
     busy: list[int] = field(default_factory=list)
 
@@ -188,7 +189,7 @@ class Worker:
         """One pass over every project whose lock is free, after a retention sweep when one is
         due (every `retention_interval` seconds): form, segments, passages; and only when none of
         that found work anywhere, theme reports (derived from formed facts, and the costliest
-        to keep current, they wait for the rest)."""
+        to keep current, they wait for the rest, and stop for new turns)."""
         conn = await self._connection()
         tally = Tally()
         if time.monotonic() >= self.next_sweep:
@@ -209,14 +210,27 @@ class Worker:
                 await store.unlock(conn, project_id)
             await self._beat(conn)
         if tally.work == 0:  # nothing more urgent anywhere: theme reports
-            for project_id in projects:
-                if await store.try_lock(conn, project_id):
-                    try:
-                        tally.reports += len(await self.reporter.run(conn, project_id))
-                    finally:
-                        await store.unlock(conn, project_id)
-                    await self._beat(conn)
+            await self._reports(conn, projects, tally)
         return tally
+
+    async def _reports(self, conn: Conn, projects: list[int], tally: Tally) -> None:
+        """Theme reports, project after project, until new turns are stored anywhere: the pass
+        stops for them (the next one forms and embeds them first)."""
+        stored = await store.stored_offsets(conn)
+
+        async def waiting() -> bool:
+            return await store.stored_offsets(conn) != stored
+
+        for project_id in projects:
+            if await store.try_lock(conn, project_id):
+                try:
+                    tally.reports += len(await self.reporter.run(conn, project_id, None, waiting))
+                finally:
+                    await store.unlock(conn, project_id)
+                await self._beat(conn)
+            if await waiting():
+                tally.stopped += 1
+                return
 
     async def _beat(self, conn: Conn, *, now: bool = False) -> None:
         """Report in (host, pid, totals), `now` or when `BEAT_EVERY` seconds have passed."""
