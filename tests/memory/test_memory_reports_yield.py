@@ -59,6 +59,7 @@ def test_a_turn_stored_while_reports_are_written_is_formed_before_the_other_repo
     model.respond = respond
     settings = with_model(MemorySettings(form_on_store=False), model)
     seen: list[tuple[int, int, int]] = []  # after each pass: formed, embedded, reports
+    stopped: list[bool] = []  # each pass: whether its reports stopped for the new turn
 
     async def run() -> None:
         worker = Worker(url, settings, embedder=Letters())
@@ -66,6 +67,7 @@ def test_a_turn_stored_while_reports_are_written_is_formed_before_the_other_repo
             for _ in range(20):
                 tally = await worker.run_once()
                 seen.append(progress(url))
+                stopped.append(tally.stopped == 1)
                 if tally.work == 0:
                     return
         finally:
@@ -79,6 +81,7 @@ def test_a_turn_stored_while_reports_are_written_is_formed_before_the_other_repo
     first = next(n for n, (formed, _, _) in enumerate(seen) if formed >= late)
     assert seen[first][1] >= late  # formed and embedded in the same pass
     assert seen[first][2] < reports  # before the other reports were written
+    assert stopped[first - 1]  # the pass before stopped its reports for it
 
 
 def progress(url: str) -> tuple[int, int, int]:

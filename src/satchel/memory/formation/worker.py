@@ -80,14 +80,8 @@ class Tally:
 
     @property
     def work(self) -> int:
-        return (
-            self.formed
-            + self.failed
-            + self.segments
-            + self.passages
-            + self.embedding
-            + self.reports
-        )
+        done = self.formed + self.failed + self.segments + self.passages + self.reports
+        return done + self.embedding + self.stopped
 
 
 @dataclass(frozen=True, slots=True)
