@@ -4,11 +4,13 @@ turns no model reads are formed a batch at a time."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from formation_kit import observe, rows, with_model
 from memory_kit import Letters, LiveServer
@@ -84,3 +86,93 @@ def test_without_a_model_a_pass_forms_four_batches_in_one_transaction(
     assert len({at for _, at in formed}) == 1  # one transaction, one time
     assert one_pass(live_server.database_url, settings, Letters()).formed == 1
     assert http.get("/v1/freshness").json()["formed"] == 8
+
+
+SLOW_STORE = """
+CREATE FUNCTION slow_store() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN PERFORM pg_sleep(%s); RETURN NULL; END $$;
+CREATE TRIGGER slow_store AFTER UPDATE ON passage_progress FOR EACH ROW
+WHEN (OLD.vectors_through IS DISTINCT FROM NEW.vectors_through) EXECUTE FUNCTION slow_store();
+"""
+SLOW = 1.0  # seconds each store of vectors takes before it commits
+TURNS = 150  # two messages each: a batch of 256 messages and a second one
+
+
+class Overlapping(Letters):
+    """Letters that notes, as it is asked to embed, how far the stored vectors reach."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.reached: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.reached.append(rows(self.url, "SELECT vectors_through FROM passage_progress")[0][0])
+        return super().embed(texts)
+
+
+def worker_passes(
+    url: str, embedder: Letters, count: int, between: Callable[[int], None] = lambda _: None
+) -> list[Tally]:
+    """`count` passes of one worker, `between(n)` called after pass n."""
+
+    async def run() -> list[Tally]:
+        worker = Worker(url, MemorySettings(form_on_store=False), embedder=embedder)
+        tallies = []
+        try:
+            for n in range(count):
+                tallies.append(await worker.run_once())
+                between(n)
+            return tallies
+        finally:
+            await worker.close()
+
+    return asyncio.run(run())
+
+
+def test_the_next_batch_is_embedded_while_the_last_one_is_stored(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    url = live_server.database_url
+    for n in range(TURNS):
+        observe(
+            http, f"person-{n % 3}", ("user", f"Turn {n}: I live in Cork."), ("assistant", "Ok")
+        )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(SLOW_STORE % SLOW)
+    watched = Overlapping(url)
+    first, second = worker_passes(url, watched, 2)
+    assert (first.passages, first.embedding) == (0, 256)  # handed on, not stored
+    assert second.passages == 2 * TURNS
+    # The second batch was embedded while the first one's store was still under way.
+    assert watched.reached == [-1, -1]
+    assert rows(url, "SELECT count(*) FROM message_vectors") == [(2 * TURNS,)]
+    vectors = rows(
+        url,
+        "SELECT m.content, v.embedding::text FROM message_vectors v"
+        " JOIN messages m ON m.id = v.message_id ORDER BY m.content LIMIT 5",
+    )
+    for content, embedding in vectors:  # what the model gives for each text alone
+        alone = Letters().embed([content])[0]
+        assert json.loads(embedding) == pytest.approx(alone.tolist(), abs=1e-6)
+
+
+def test_a_message_erased_while_its_batch_is_handed_on_gets_no_vector(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    url = live_server.database_url
+    for n in range(TURNS):
+        observe(
+            http, f"person-{n % 3}", ("user", f"Turn {n}: I live in Cork."), ("assistant", "Ok")
+        )
+
+    def erase(n: int) -> None:
+        if n == 0:
+            answer = http.post("/v1/erasures", json={"data_subject_id": "person-1"})
+            assert answer.status_code == 200, answer.text
+
+    first = worker_passes(url, Letters(), 2, erase)[0]
+    assert first.embedding == 256
+    subjects = rows(url, "SELECT DISTINCT data_subject_id FROM message_vectors ORDER BY 1")
+    assert subjects == [("person-0",), ("person-2",)]
+    assert rows(url, "SELECT count(*) FROM message_vectors") == [(200,)]
+    assert rows(url, "SELECT vectors_through FROM passage_progress") == [(TURNS - 1,)]

@@ -9,6 +9,7 @@ import hashlib
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,9 @@ MAX_SUMMARY_CHARS = 2_000
 MAX_INPUT_CHARS = 8_000  # fact statements the model reads, whole ones only
 REPORT_TOKENS = 800
 IMPORTANCE_HALF = 8  # a community of this many facts has importance 0.5
+WAITING = 0.5  # seconds between two looks for new turns while a project's graph is partitioned
+
+Waiting = Callable[[], Awaitable[bool]]  # whether new turns wait: a report pass stops for them
 
 REPORT_PROMPT = """\
 You write a short report on one theme of a person's memory, from the facts listed (one per \
@@ -168,23 +172,37 @@ class Reporter:
         self.known: dict[int, tuple[TurnState, list[Theme]]] = {}
         self.settled: dict[int, tuple[TurnState, int]] = {}  # each project's, at its last
         # pass that left nothing to write or embed
+        self.partitions: dict[int, tuple[TurnState, asyncio.Task[list[Theme]]]] = {}  # each
+        # project's graph being partitioned, and the turns' state it was read at
 
     @property
     def per_pass(self) -> int:
         """Reports one pass writes: a few when each is a model call, more when extractive."""
         return REPORTS_PER_PASS if self.model is not None else EXTRACTIVE_PER_PASS
 
-    async def themes(self, conn: Conn, project_id: int, turns: TurnState) -> list[Theme]:
+    async def themes(
+        self, conn: Conn, project_id: int, turns: TurnState, waiting: Waiting | None = None
+    ) -> list[Theme] | None:
         """The project's communities small enough to report, with their facts, coarsest level
         first, then most facts first; read again only when its turns changed (or a report
-        could not be stored, `forget`)."""
+        could not be stored, `forget`). The graph is partitioned in a thread, one project's at
+        a time; None when `waiting` says new turns wait first (the partition goes on, and a
+        later pass takes it)."""
         known = self.known.get(project_id)
         if known is not None and known[0] == turns:
             return known[1]
-        found = await store.graph_facts(conn, project_id, normalize(SPEAKER))
-        themes = await asyncio.to_thread(themes_of, found)
-        self.known[project_id] = (turns, themes)
-        return themes
+        while True:
+            partition = self.partitions.get(project_id)
+            if partition is None:
+                found = await store.graph_facts(conn, project_id, normalize(SPEAKER))
+                partition = (turns, asyncio.create_task(asyncio.to_thread(themes_of, found)))
+                self.partitions[project_id] = partition
+            if not await _finished(partition[1], waiting):
+                return None
+            del self.partitions[project_id]
+            if partition[0] == turns:  # else partitioned before its turns changed: again
+                self.known[project_id] = (turns, partition[1].result())
+                return self.known[project_id][1]
 
     def forget(self, project_id: int) -> None:
         """Read the project's facts again on its next pass."""
@@ -196,15 +214,24 @@ class Reporter:
         the reports drawn on it)."""
         return await turn_state(conn, project_id), await store.count(conn, project_id)
 
-    async def run(self, conn: Conn, project_id: int, limit: int | None = None) -> list[Written]:
+    async def run(
+        self,
+        conn: Conn,
+        project_id: int,
+        limit: int | None = None,
+        waiting: Waiting | None = None,
+    ) -> list[Written]:
         """Drop the reports whose community is gone or whose facts changed, then write up to
         `limit` (default `per_pass`) missing ones and embed the reports that lack a vector of
         the embedder. A project whose turns and reports are as they were at its last settled
-        pass is not read again."""
+        pass is not read again. `waiting` is asked while the graph is partitioned and before
+        each report: once it says new turns wait, the pass stops with what it wrote."""
         state = await self._state(conn, project_id)
         if self.settled.get(project_id) == state:
             return []
-        themes = await self.themes(conn, project_id, state[0])
+        themes = await self.themes(conn, project_id, state[0], waiting)
+        if themes is None:
+            return []
         current = {theme.community.id: theme.facts for theme in themes}
         stored = await store.written(conn, project_id)
         stale = [cid for cid, facts in stored.items() if current.get(cid) != facts]
@@ -212,20 +239,27 @@ class Reporter:
             await store.drop(conn, project_id, stale)
         missing = [t for t in themes if t.community.id not in stored or t.community.id in stale]
         limit = self.per_pass if limit is None else limit
-        done, complete = await self._write(conn, project_id, missing[:limit])
+        done, complete = await self._write(conn, project_id, missing[:limit], waiting)
         if not complete:
             self.forget(project_id)  # a fact changed meanwhile: read them again next pass
+            return done
+        if len(done) < len(missing[:limit]):  # stopped for new turns
             return done
         if len(missing) <= limit and await self._embed_missing(conn, project_id):
             self.settled[project_id] = await self._state(conn, project_id)
         return done
 
     async def _write(
-        self, conn: Conn, project_id: int, themes: list[Theme]
+        self, conn: Conn, project_id: int, themes: list[Theme], waiting: Waiting | None
     ) -> tuple[list[Written], bool]:
-        """Write, embed (one batch) and store the reports of `themes`: those stored, and whether
-        all were (storing stops at one whose facts changed since they were read)."""
-        drafts = [await self._draft(conn, project_id, theme) for theme in themes]
+        """Write, embed (one batch) and store the reports of `themes`, up to the first before
+        which `waiting` says new turns wait: those stored, and whether all drafted were
+        (storing stops at one whose facts changed since they were read)."""
+        drafts: list[Draft] = []
+        for theme in themes:
+            if waiting is not None and await waiting():
+                break
+            drafts.append(await self._draft(conn, project_id, theme))
         vectors = await self._embed([f"{d.title}\n{d.summary}" for d in drafts])
         done: list[Written] = []
         for draft, vector in zip(drafts, vectors, strict=True):
@@ -300,6 +334,16 @@ class Reporter:
             log.warning("reports were written without vectors: %s", exc)
             return [None] * len(texts)
         return [packed(row) for row in rows]
+
+
+async def _finished(task: asyncio.Task[list[Theme]], waiting: Waiting | None) -> bool:
+    """Wait for `task`; False as soon as `waiting` says new turns wait (the task goes on)."""
+    while waiting is not None and not task.done():
+        await asyncio.wait([task], timeout=WAITING)
+        if not task.done() and await waiting():
+            return False
+    await asyncio.wait([task])
+    return True
 
 
 async def rebuild_reports(

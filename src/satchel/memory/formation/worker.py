@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 import psycopg
 
 from satchel.memory.config import MemorySettings
@@ -73,11 +74,22 @@ class Tally:
     segments: int = 0
     passages: int = 0
     reports: int = 0
+    stopped: int = 0  # report passes stopped for new turns
+    embedding: int = 0  # messages still being embedded, handed on to the next pass to store
     busy: list[int] = field(default_factory=list)
 
     @property
     def work(self) -> int:
-        return self.formed + self.failed + self.segments + self.passages + self.reports
+        done = self.formed + self.failed + self.segments + self.passages + self.reports
+        return done + self.embedding + self.stopped
+
+
+@dataclass(frozen=True, slots=True)
+class Embedding:
+    """A batch of passages and the task embedding it in a thread."""
+
+    batch: PassageBatch
+    vectors: asyncio.Task[Vectors]
 
 
 async def extract(
@@ -143,6 +155,7 @@ class Worker:
         self.id = uuid.uuid4()
         self.totals = workers.WorkerTotals()
         self.beaten = float("-inf")  # when this worker last reported in (monotonic clock)
+        self.handed: dict[int, Embedding] = {}  # each project's batch for its next pass to store
 
     async def _connection(self) -> Conn:
         if self.conn is None or self.conn.closed:
@@ -151,7 +164,12 @@ class Worker:
 
     async def close(self) -> None:
         """Write the worker's last totals and that it stopped, and let go of the connection and
-        the model."""
+        the model (a batch still handed on is dropped once embedded: the next worker reads it
+        again)."""
+        handed = [embedding.vectors for embedding in self.handed.values()]
+        self.handed.clear()
+        if handed:
+            await asyncio.gather(*handed, return_exceptions=True)
         if self.conn is not None:
             with contextlib.suppress(psycopg.Error):
                 await self._beat(self.conn, now=True)
@@ -165,7 +183,7 @@ class Worker:
         """One pass over every project whose lock is free, after a retention sweep when one is
         due (every `retention_interval` seconds): form, segments, passages; and only when none of
         that found work anywhere, theme reports (derived from formed facts, and the costliest
-        to keep current, they wait for the rest)."""
+        to keep current, they wait for the rest, and stop for new turns)."""
         conn = await self._connection()
         tally = Tally()
         if time.monotonic() >= self.next_sweep:
@@ -186,14 +204,27 @@ class Worker:
                 await store.unlock(conn, project_id)
             await self._beat(conn)
         if tally.work == 0:  # nothing more urgent anywhere: theme reports
-            for project_id in projects:
-                if await store.try_lock(conn, project_id):
-                    try:
-                        tally.reports += len(await self.reporter.run(conn, project_id))
-                    finally:
-                        await store.unlock(conn, project_id)
-                    await self._beat(conn)
+            await self._reports(conn, projects, tally)
         return tally
+
+    async def _reports(self, conn: Conn, projects: list[int], tally: Tally) -> None:
+        """Theme reports, project after project, until new turns are stored anywhere: the pass
+        stops for them (the next one forms and embeds them first)."""
+        stored = await store.stored_offsets(conn)
+
+        async def waiting() -> bool:
+            return await store.stored_offsets(conn) != stored
+
+        for project_id in projects:
+            if await store.try_lock(conn, project_id):
+                try:
+                    tally.reports += len(await self.reporter.run(conn, project_id, None, waiting))
+                finally:
+                    await store.unlock(conn, project_id)
+                await self._beat(conn)
+            if await waiting():
+                tally.stopped += 1
+                return
 
     async def _beat(self, conn: Conn, *, now: bool = False) -> None:
         """Report in (host, pid, totals), `now` or when `BEAT_EVERY` seconds have passed."""
@@ -232,38 +263,79 @@ class Worker:
             self.conn = None
 
     async def _project(self, conn: Conn, project_id: int, tally: Tally) -> None:
-        """Form turns, write segments and count terms while the embedder embeds the next
-        passages in a thread (the model and the database work overlap on two cores); then store
-        the vectors."""
-        batch = await next_passages(conn, project_id, self.embedder) if self.embedder else None
-        vectors, done = await asyncio.gather(
-            self._embedded(batch),
-            self._form_and_count(conn, project_id, tally),
-            return_exceptions=True,
-        )
-        if isinstance(done, BaseException):
-            raise done
-        if isinstance(vectors, EmbedderUnavailable):
-            log.warning("passage indexing failed for project %d: %s", project_id, vectors)
-            self._failed("embedder")
-            return
-        if isinstance(vectors, BaseException):
-            raise vectors
-        if batch is None or self.embedder is None:
-            return
+        """Store the vectors the last pass handed on and form turns, write segments and count
+        terms, while the embedder embeds the next passages in a thread (the model and the
+        database work overlap on two cores); hand those vectors on to the next pass, or store
+        them now when they reach the last stored turn."""
+        handed = self.handed.pop(project_id, None)
+        vectors = await self._vectors_of(project_id, handed)
+        follows = handed.batch.through if handed is not None and vectors is not None else None
+        if self.embedder is not None:
+            await self._one_at_a_time()
+            batch = await next_passages(conn, project_id, self.embedder, after=follows)
+        else:
+            batch = None
+        embedding = Embedding(batch, asyncio.create_task(self._embedded(batch))) if batch else None
         try:
-            embedded = await store_passages(conn, self.embedder, batch, vectors)
+            stored = True
+            if handed is not None and vectors is not None:
+                stored = await self._store(conn, handed.batch, vectors, tally)
+            await self._form_and_count(conn, project_id, tally)
+        except BaseException:
+            if embedding is not None:
+                self.handed[project_id] = embedding  # awaited on the next pass or at close
+            raise
+        if embedding is None:
+            return
+        if not stored:  # the batch before it was not stored: it follows nothing, drop it
+            await self._vectors_of(project_id, embedding)
+            return
+        if not embedding.batch.last:
+            self.handed[project_id] = embedding
+            tally.embedding += len(embedding.batch.rows)
+            return
+        vectors = await self._vectors_of(project_id, embedding)
+        if vectors is not None:
+            await self._store(conn, embedding.batch, vectors, tally)
+
+    async def _one_at_a_time(self) -> None:
+        """Wait for the embeddings handed on by other projects: the model runs one at a time."""
+        running = [e.vectors for e in self.handed.values() if not e.vectors.done()]
+        if running:
+            await asyncio.wait(running)
+
+    async def _vectors_of(self, project_id: int, embedding: Embedding | None) -> Vectors | None:
+        """The embedding's vectors once the model is done (None without a batch, or when the
+        embedder failed: logged, and the batch is read again on a later pass)."""
+        if embedding is None:
+            return None
+        try:
+            return await embedding.vectors
         except EmbedderUnavailable as exc:
             log.warning("passage indexing failed for project %d: %s", project_id, exc)
             self._failed("embedder")
-            return
+            return None
+
+    async def _store(self, conn: Conn, batch: PassageBatch, vectors: Vectors, tally: Tally) -> bool:
+        """Store the batch's vectors; whether the project's progress moved past it."""
+        assert self.embedder is not None
+        try:
+            embedded = await store_passages(conn, self.embedder, batch, vectors)
+        except EmbedderUnavailable as exc:
+            log.warning("passage indexing failed for project %d: %s", batch.project_id, exc)
+            self._failed("embedder")
+            return False
+        if embedded is None:
+            return False
         tally.passages += embedded
         self.totals.embedded += embedded
+        return True
 
-    async def _embedded(self, batch: PassageBatch | None) -> Vectors | None:
-        """The batch's vectors, the model run in a thread (None when there is no text)."""
+    async def _embedded(self, batch: PassageBatch | None) -> Vectors:
+        """The batch's vectors, the model run in a thread (an empty array when there is no
+        text)."""
         if batch is None or not batch.texts or self.embedder is None:
-            return None
+            return np.zeros((0, 0), dtype=np.float32)
         return await asyncio.to_thread(self.embedder.embed, batch.texts)
 
     async def _form_and_count(self, conn: Conn, project_id: int, tally: Tally) -> None:

@@ -47,15 +47,22 @@ async def generation(conn: Conn, project_id: int, embedder: Embedder) -> uuid.UU
 @dataclass(frozen=True, slots=True)
 class PassageBatch:
     """The next whole turns' messages to embed: read at `generation`, after the project's
-    vectors reached `after`, through offset `through`; `rows` are (offset, message id, subject,
-    role, turn, content) and `texts` their distinct contents, in order."""
+    vectors reached `after`, through offset `through` (of the `stored` ones then); `rows` are
+    (offset, message id, subject, role, turn, content) and `texts` their distinct contents, in
+    order."""
 
     project_id: int
     generation: uuid.UUID
     after: int
     through: int
+    stored: int
     rows: list[tuple[Any, ...]]
     texts: list[str]
+
+    @property
+    def last(self) -> bool:
+        """Whether it reaches the last turn stored when it was read."""
+        return self.through >= self.stored
 
 
 async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit: int = 256) -> int:
@@ -66,14 +73,15 @@ async def index_passages(conn: Conn, project_id: int, embedder: Embedder, limit:
     if batch is None:
         return 0
     vectors = await asyncio.to_thread(embedder.embed, batch.texts) if batch.texts else None
-    return await store_passages(conn, embedder, batch, vectors)
+    return await store_passages(conn, embedder, batch, vectors) or 0
 
 
 async def next_passages(
-    conn: Conn, project_id: int, embedder: Embedder, limit: int = 256
+    conn: Conn, project_id: int, embedder: Embedder, limit: int = 256, after: int | None = None
 ) -> PassageBatch | None:
     """The messages of the next whole turns, about `limit` in all, to embed; None when every
-    stored turn has its vectors.
+    stored turn has its vectors. `after`: the offset a batch not yet stored reaches, to read
+    the batch that follows it (its store then checks that the one before was stored).
 
     They are read outside any transaction, and the caller embeds them outside any too, so no
     lock or transaction id is held while the model runs (one would hold back the pruning of
@@ -81,7 +89,8 @@ async def next_passages(
     """
     async with conn.transaction():
         begun = await generation(conn, project_id, embedder)
-        stored, after, _ = await progress(conn, project_id)
+        stored, reached, _ = await progress(conn, project_id)
+    after = reached if after is None else after
     if stored <= after:
         return None
     cursor = await conn.execute(
@@ -96,17 +105,17 @@ async def next_passages(
     rows = [row for row in rows if row[0] <= through]
     # A text said again (an assistant's stock reply) is embedded once a batch.
     texts = list(dict.fromkeys(row[5] for row in rows))
-    return PassageBatch(project_id, begun, after, through, rows, texts)
+    return PassageBatch(project_id, begun, after, through, stored, rows, texts)
 
 
 async def store_passages(
     conn: Conn, embedder: Embedder, batch: PassageBatch, vectors: Vectors | None
-) -> int:
+) -> int | None:
     """Write the batch's vectors (`vectors[i]` is `batch.texts[i]`'s); how many messages.
 
     A short transaction locks the project's progress row and first checks that no other builder
-    moved it and the generation is the same; otherwise nothing is written and the next pass
-    starts from where it is. It holds erasures off (`lock_erasures`) and writes vectors only of
+    moved it and the generation is the same; otherwise nothing is written (None) and the next
+    pass starts from where it is. It holds erasures off (`lock_erasures`) and writes vectors only of
     the messages still stored: one erased while it was embedded is passed over, as if it had
     never been read.
     """
@@ -123,9 +132,9 @@ async def store_passages(
     async with conn.transaction():
         await lock_erasures(conn, project_id, shared=True)
         if await generation(conn, project_id, embedder) != batch.generation:
-            return 0
+            return None
         if (await progress(conn, project_id))[1] != batch.after:
-            return 0
+            return None
         if values:
             async with conn.cursor() as writer:
                 await writer.executemany(  # a message erased since it was read is skipped

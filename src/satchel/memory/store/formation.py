@@ -50,6 +50,12 @@ async def project_ids(conn: Conn) -> list[int]:
     return [row[0] for row in await cursor.fetchall()]
 
 
+async def stored_offsets(conn: Conn) -> dict[int, int | None]:
+    """Each project's highest claimed offset (None before its first turn)."""
+    cursor = await conn.execute("SELECT id, stored FROM projects")
+    return {row[0]: row[1] for row in await cursor.fetchall()}
+
+
 async def due_turns(conn: Conn, project_id: int, limit: int) -> list[DueTurn]:
     """Up to `limit` of the project's turns neither formed nor parked nor waiting out a backoff,
     oldest first."""
