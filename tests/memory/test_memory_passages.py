@@ -255,31 +255,34 @@ def observe_said(client: httpx.Client, subject: str, said: list[tuple[str, str]]
         assert client.post("/v1/observations", json=body).status_code == 201
 
 
-def test_a_turn_ranks_with_the_session_it_was_said_in(alpha: httpx.Client) -> None:
-    """Of two identical turns, the one whose session says more about the question ranks first."""
-    busy = "2026-03-01T10:00:00Z"
-    quiet = "2026-03-08T10:00:00Z"
-    observe_said(
-        alpha,
-        "cara",
-        [
-            (busy, "Garden soil is dry after the heat."),
-            (busy, "The garden needs water every evening."),
-            (busy, "The train was late again."),
-            (busy, "We talked about the garden."),
-            (quiet, "The bus was late again."),
-            (quiet, "We talked about the garden."),
-            (quiet, "The tram was late again."),
-        ],
-    )
-    page = search(alpha, "garden", data_subject_id="cara")
-    twins = [
-        hit["occurred_at"]
-        for hit in page["passages"]
-        if hit["preview"] == "We talked about the garden."
+def test_a_turn_ranks_with_the_stretch_it_was_said_in(alpha: httpx.Client) -> None:
+    """Of two identical turns, the one among more turns about the question ranks first, though
+    the other has one right beside it: the stretch is counted in the subject's own turns, with
+    no dates given and another subject's turns stored in between."""
+    twin = "We talked about the garden."
+    said = [
+        "Garden soil is dry after the heat.",
+        "The garden needs water every evening.",
+        "Roses in the garden bloomed early.",
+        "The train was late again.",
+        twin,  # three turns about the garden within two to four turns of it
+        "The bus was late again.",
+        *(f"Lunch number {n} was soup." for n in range(7)),
+        "The garden gate is broken.",
+        twin,  # one right before it
+        "The taxi was late again.",
     ]
-    assert len(twins) == 2
-    assert twins[0].startswith("2026-03-01")
+    twins = []
+    for text in said:
+        for subject, content in (("cara", text), ("dan", "Nothing to report from the garden.")):
+            body = {"data_subject_id": subject, "messages": [{"role": "user", "content": content}]}
+            answer = alpha.post("/v1/observations", json=body)
+            assert answer.status_code == 201
+            if subject == "cara" and content == twin:
+                twins.append(answer.json()["id"])
+    page = search(alpha, "garden", data_subject_id="cara")
+    found = [hit["source_id"] for hit in page["passages"] if hit["preview"] == twin]
+    assert found == twins  # the first one first
 
 
 def test_a_day_the_question_names_draws_in_what_was_said_around_it(alpha: httpx.Client) -> None:
