@@ -276,8 +276,9 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
 
             # A few recalls while the worker still works through the writes (on a core of its
             # own), then the measured ones once it has caught up.
-            busy = timed_reads(port, recall_token, recalled, "/v1/recalls", args.backlog_reads)
-            spent = caught_up(url, observe_project, args.catch_up, writes_ended)
+            with cpu_spent(served, pgdata_of(folder / "data")) as catching_up:
+                busy = timed_reads(port, recall_token, recalled, "/v1/recalls", args.backlog_reads)
+                spent = caught_up(url, observe_project, args.catch_up, writes_ended)
             results["recall_backlog_p50_ms"] = statistics.median(busy)
             results["worker_catch_up_s"] = spent
             results["worker_catch_up_turns_per_s"] = left / spent
@@ -286,6 +287,11 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
                 f" {left / spent:.0f} turns/s;"
                 f" recall meanwhile p50 {statistics.median(busy):.2f} ms,"
                 f" p95 {percentile(busy, 0.95):.2f} ms"
+            )
+            notes["catch-up CPU"] = (
+                f"s of CPU: worker {catching_up.worker:.1f}, PostgreSQL"
+                f" {catching_up.database:.1f}, service {catching_up.service:.1f};"
+                f" the cores {catching_up.busy:.0%} busy"
             )
             quiet_s = worker_quiet(served, args.catch_up)
             notes["worker after the catch-up"] = f"quiet {quiet_s:.1f} s after it"
