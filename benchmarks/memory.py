@@ -32,6 +32,8 @@ the seconds the worker took to write them once the context turns were indexed), 
 `recall_cpu_ms` and `passages_cpu_ms`: the CPU time a recall and a passage search cost, the
 service, its worker, PostgreSQL and the clients together (the table shows each part, and how
 busy the cores were: on a small machine, latency is mostly this time shared out over its cores).
+The table also gives the CPU seconds the worker, PostgreSQL and the service spent during the
+catch-up.
 """
 
 from __future__ import annotations
