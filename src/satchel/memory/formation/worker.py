@@ -60,6 +60,10 @@ BEAT_EVERY = 5.0  # seconds: a worker at work reports in at most this often, and
 # With no model a pass forms this many times `formation_batch` turns: forming them is one update,
 # and the segment walk after it is what a pass costs, so fewer passes do the same work.
 UNREAD_BATCHES = 4
+# While more turns wait to be formed than a pass forms, the segment walk waits for the backlog to
+# drain (a walk in the middle of it reads what the walk after it reads again), but at most this
+# many passes in a row.
+WALK_WAITS = 16
 
 
 @dataclass(slots=True)
@@ -151,6 +155,7 @@ class Worker:
         )
         self.conn: Conn | None = None
         self.segmented: dict[int, TurnState] = {}  # each project's, at its last segment pass
+        self.walk_waited: dict[int, int] = {}  # each project's passes in a row without a walk
         self.next_sweep = 0.0  # when the next retention sweep is due, on the monotonic clock
         self.id = uuid.uuid4()
         self.totals = workers.WorkerTotals()
@@ -344,11 +349,14 @@ class Worker:
         async with conn.transaction():
             await count_terms(conn, project_id)
 
+    def _formed_a_pass(self) -> int:
+        """The most turns a pass forms in a project."""
+        batch = self.settings.formation_batch
+        return batch if self.model else batch * UNREAD_BATCHES
+
     async def _form(self, conn: Conn, project_id: int, tally: Tally) -> None:
         if self.model is None:  # no claims to extract: a larger batch, formed at once
-            turns = await store.due_turns(
-                conn, project_id, self.settings.formation_batch * UNREAD_BATCHES
-            )
+            turns = await store.due_turns(conn, project_id, self._formed_a_pass())
             count = await form_without_claims(conn, project_id, turns, self.extractor)
             tally.formed += count
             self.totals.formed += count
@@ -396,10 +404,18 @@ class Worker:
     async def _segments(self, conn: Conn, project_id: int, tally: Tally) -> None:
         """Write the segments the project's turns call for, each committed as it is written, so
         a long backlog shows as it goes and a stop loses at most the segment at hand. A project
-        whose turns are as they were at its last complete pass is not walked again."""
+        whose turns are as they were at its last complete pass is not walked again, and one with
+        more turns to form than a pass forms waits (`WALK_WAITS` passes at most)."""
         state = await turn_state(conn, project_id)
         if self.segmented.get(project_id) == state:
             return
+        stored, formed, _ = state
+        waiting = (-1 if stored is None else stored) - (-1 if formed is None else formed)
+        waited = self.walk_waited.get(project_id, 0)
+        if waiting > self._formed_a_pass() and waited < WALK_WAITS:
+            self.walk_waited[project_id] = waited + 1
+            return
+        self.walk_waited[project_id] = 0
         try:
             tally.segments += await write_segments(conn, project_id, self.summarizer)
         except ModelError as exc:
