@@ -129,14 +129,19 @@ def worker_passes(
     return asyncio.run(run())
 
 
-def test_the_next_batch_is_embedded_while_the_last_one_is_stored(
-    live_server: LiveServer, http: httpx.Client
-) -> None:
-    url = live_server.database_url
+def observe_turns(http: httpx.Client) -> None:
+    """`TURNS` turns of three people, two messages each."""
     for n in range(TURNS):
         observe(
             http, f"person-{n % 3}", ("user", f"Turn {n}: I live in Cork."), ("assistant", "Ok")
         )
+
+
+def test_the_next_batch_is_embedded_while_the_last_one_is_stored(
+    live_server: LiveServer, http: httpx.Client
+) -> None:
+    url = live_server.database_url
+    observe_turns(http)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(SLOW_STORE % SLOW)
     watched = Overlapping(url)
@@ -160,10 +165,7 @@ def test_a_message_erased_while_its_batch_is_handed_on_gets_no_vector(
     live_server: LiveServer, http: httpx.Client
 ) -> None:
     url = live_server.database_url
-    for n in range(TURNS):
-        observe(
-            http, f"person-{n % 3}", ("user", f"Turn {n}: I live in Cork."), ("assistant", "Ok")
-        )
+    observe_turns(http)
 
     def erase(n: int) -> None:
         if n == 0:
