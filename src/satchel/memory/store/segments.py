@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import uuid
 from dataclasses import dataclass
 
 from satchel.memory.domain import MAX_LEVEL, VERBATIM
 from satchel.memory.store.database import Conn
-
-
-def _next_turn(after: str) -> str:
-    """A subquery: the subject's (`%(p)s`, `%(s)s`) first turn with an offset above `after`."""
-    return (
-        "(SELECT n.log_offset FROM observations n WHERE n.project_id = %(p)s"
-        f" AND n.data_subject_id = %(s)s AND n.kind = 'turn' AND n.log_offset > {after}"
-        " ORDER BY n.log_offset LIMIT 1)"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,21 +85,39 @@ async def top_segments(conn: Conn, project_id: int, subject: str) -> list[Stored
     return [Stored(*row) for row in await cursor.fetchall()]
 
 
+# A subject's observations from an offset on (the caller adds the condition on `o.log_offset`),
+# read by the (project, subject, offset) index; the kind is tested outside (`OFFSET 0` keeps it
+# there), so the partial index of the project's turns, which holds no subject, cannot be chosen
+# instead. On statistics taken before a project's turns arrived, that index looked cheaper, and
+# every look-up read all of the project's turns.
+_SUBJECTS = (
+    "SELECT o.id, o.log_offset, o.kind, o.formed_at IS NOT NULL AND o.parked_at IS NULL AS formed"
+    " FROM observations o WHERE o.project_id = %(p)s AND o.data_subject_id = %(s)s"
+)
+
+
 async def loose_turns(
     conn: Conn, project_id: int, subject: str, spans: list[tuple[int, int]]
 ) -> list[Loose]:
-    """The subject's turns (formed or not) with offsets inside the inclusive `spans`."""
+    """The subject's turns (formed or not) with offsets inside the inclusive `spans`, each with
+    the subject's next turn after it.
+
+    One read of the subject's observations from the first span on, each turn's next taken from
+    the turn after it (`lead`), rather than a look-up a turn (see `_SUBJECTS`; decision 0082).
+    """
     if not spans:
         return []
     cursor = await conn.execute(
-        "SELECT o.id, o.log_offset, o.formed_at IS NOT NULL AND o.parked_at IS NULL,"
-        + _next_turn("o.log_offset")
-        + " FROM observations o, unnest(%(lo)s::bigint[], %(hi)s::bigint[]) AS r(lo, hi)"
-        " WHERE o.project_id = %(p)s AND o.data_subject_id = %(s)s AND o.kind = 'turn'"
-        " AND o.log_offset BETWEEN r.lo AND r.hi ORDER BY o.log_offset",
+        "SELECT t.id, t.log_offset, t.formed, t.next FROM (SELECT s.id, s.log_offset,"
+        " s.formed, lead(s.log_offset) OVER (ORDER BY s.log_offset) AS next FROM ("
+        + _SUBJECTS
+        + " AND o.log_offset >= %(from)s OFFSET 0) s WHERE s.kind = 'turn') t"
+        " WHERE EXISTS (SELECT FROM unnest(%(lo)s::bigint[], %(hi)s::bigint[]) AS r(lo, hi)"
+        " WHERE t.log_offset BETWEEN r.lo AND r.hi) ORDER BY t.log_offset",
         {
             "p": project_id,
             "s": subject,
+            "from": min(low for low, _ in spans),
             "lo": [low for low, _ in spans],
             "hi": [high for _, high in spans],
         },
@@ -118,14 +128,18 @@ async def loose_turns(
 async def next_turns(
     conn: Conn, project_id: int, subject: str, ends: list[int]
 ) -> list[int | None]:
-    """For each offset, the subject's next turn after it (None when there is none)."""
+    """For each offset, the subject's next turn after it (None when there is none): one read of
+    the subject's observations after the first of them (see `_SUBJECTS`)."""
+    if not ends:
+        return []
     cursor = await conn.execute(
-        "SELECT "
-        + _next_turn("r.e")
-        + " FROM unnest(%(e)s::bigint[]) WITH ORDINALITY AS r(e, i) ORDER BY r.i",
-        {"p": project_id, "s": subject, "e": ends},
+        "SELECT s.log_offset FROM (" + _SUBJECTS + " AND o.log_offset > %(after)s OFFSET 0) s"
+        " WHERE s.kind = 'turn' ORDER BY s.log_offset",
+        {"p": project_id, "s": subject, "after": min(ends)},
     )
-    return [row[0] for row in await cursor.fetchall()]
+    offsets = [int(row[0]) for row in await cursor.fetchall()]
+    found = [bisect.bisect_right(offsets, end) for end in ends]
+    return [offsets[at] if at < len(offsets) else None for at in found]
 
 
 async def turn_texts(conn: Conn, turns: list[uuid.UUID]) -> list[str]:
