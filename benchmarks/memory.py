@@ -14,9 +14,9 @@ with keep-alive connections:
   naming them, the fact and its evidence), and 50k observed turns of 200 people (see
   `_corpus.py`: real MiniLM vectors of 2,000 distinct sentences, jittered), indexed and counted as
   the worker leaves them; then 1-hop questions naming one person, default surfaces (facts and
-  passages) (p50, p95). A first 200 are asked while the worker still forms, embeds and counts
-  the observed turns (shown apart, with how long the worker took to catch up), the measured
-  ones once it is idle, as a deployment mostly is;
+  passages) (p50, p95), once the worker is idle, as a deployment mostly is. Before them, the
+  worker's catch-up after the burst is timed with the API idle; then a second burst of 2,000
+  turns, and 200 recalls asked while the worker works through it (shown apart);
 * passage search over the same 200k messages, distinct questions, 200 candidates (p50, p95);
 * contexts for a subject with 10k formed turns (p95), once with only the turns and once with
   the segments a formation worker would have written over them (levels 1..4, 8 per parent).
@@ -26,14 +26,15 @@ The table shows each figure beside its target; the last line printed is one JSON
 `recall_p95_ms`, `passages_p95_ms`, `contexts_p95_ms` (the worse of the two context rows),
 `worker_catch_up_turns_per_s` (the observed turns not yet formed, embedded and counted when the
 writes ended, over `worker_catch_up_s`), `passages_p50_ms`, `recall_backlog_p50_ms` (while the
-worker catches up), `worker_catch_up_s` (seconds from the end of the writes until every observed
+worker catches up with the second burst), `worker_catch_up_s` (seconds from the end of the writes until every observed
 turn is formed, embedded and counted), `reports` and `reports_written_s` (the theme reports, and
 the seconds the worker took to write them once the context turns were indexed), and
 `recall_cpu_ms` and `passages_cpu_ms`: the CPU time a recall and a passage search cost, the
 service, its worker, PostgreSQL and the clients together (the table shows each part, and how
 busy the cores were: on a small machine, latency is mostly this time shared out over its cores).
 The table also gives the CPU seconds the worker, PostgreSQL and the service spent during the
-catch-up.
+catch-up, and what the local embedder alone takes for one of the burst's texts on one core,
+measured first on the quiet machine (the most turns a second the worker could embed there).
 """
 
 from __future__ import annotations
@@ -101,18 +102,19 @@ def observe_one_client(port: int, token: str, count: int, warmup: int) -> list[f
     return samples
 
 
-def observe_concurrently(port: int, token: str, clients: int, each: int) -> float:
-    """Turns per second with `clients` clients posting `each` turns apiece."""
+def observe_concurrently(port: int, token: str, clients: int, each: int, first: int = 0) -> float:
+    """Turns per second with `clients` clients posting `each` turns apiece (numbered from
+    `first`)."""
     start = threading.Barrier(clients + 1)
     failures: list[BaseException] = []
 
     def run(index: int) -> None:
         client = Client(port, token)
-        client.post("/v1/observations", turn(index), 201)
+        client.post("/v1/observations", turn(first + index), 201)
         start.wait()
         try:
             for n in range(each):
-                client.post("/v1/observations", turn(index * each + n), 201)
+                client.post("/v1/observations", turn(first + index * each + n), 201)
         except BaseException as exc:
             failures.append(exc)
         finally:
@@ -143,6 +145,17 @@ def worker_progress(url: str, project_id: int) -> tuple[int, int, int, int]:
     assert row is not None
     stored, formed, embedded, counted = row
     return stored, formed, embedded, counted
+
+
+def embedder_alone(count: int = 300) -> float:
+    """Milliseconds the local embedder takes for one of the burst's user texts, on this thread
+    (each turn's reply is the same text, embedded once a batch)."""
+    embedder = load_embedder(EmbeddingSettings())
+    texts = [turn(n)["messages"][0]["content"] for n in range(count)]
+    embedder.embed(texts[:20])
+    began = time.perf_counter()
+    embedder.embed(texts)
+    return (time.perf_counter() - began) / count * 1000
 
 
 def caught_up(url: str, project_id: int, timeout: float, began: float) -> float:
@@ -216,6 +229,10 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
     try:
         url = embedded.url
         migrate(url)
+        alone = embedder_alone()
+        notes["embedder alone"] = (
+            f"{alone:.2f} ms a turn's text on one core: at most {1000 / alone:.0f} turns/s"
+        )
         with psycopg.connect(url, autocommit=True) as conn:
             observe_project, observe_token = project(conn, "observe", url)
             recall_project, recall_token = project(conn, "recall", url)
@@ -276,25 +293,35 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
             def recalled(n: int) -> dict[str, Any]:
                 return {"question": f"Where does {asked[n]} work?", "hops": 1}
 
-            # A few recalls while the worker still works through the writes (on a core of its
-            # own), then the measured ones once it has caught up.
+            # The catch-up with the API idle, as a deployment after a burst.
             with cpu_spent(served, pgdata_of(folder / "data")) as catching_up:
-                busy = timed_reads(port, recall_token, recalled, "/v1/recalls", args.backlog_reads)
                 spent = caught_up(url, observe_project, args.catch_up, writes_ended)
-            results["recall_backlog_p50_ms"] = statistics.median(busy)
             results["worker_catch_up_s"] = spent
             results["worker_catch_up_turns_per_s"] = left / spent
             notes["worker catching up"] = (
                 f"the other {left} of the {stored} turns in {spent:.1f} s after the writes,"
-                f" {left / spent:.0f} turns/s;"
-                f" recall meanwhile p50 {statistics.median(busy):.2f} ms,"
-                f" p95 {percentile(busy, 0.95):.2f} ms"
+                f" {left / spent:.0f} turns/s, the API idle"
             )
             notes["catch-up CPU"] = (
                 f"s of CPU: worker {catching_up.worker:.1f}, PostgreSQL"
                 f" {catching_up.database:.1f}, service {catching_up.service:.1f};"
                 f" the cores {catching_up.busy:.0%} busy"
             )
+            worker_quiet(served, args.catch_up)
+            # A second, smaller burst, and recalls while the worker catches up with it.
+            observe_concurrently(
+                port, observe_token, args.clients, args.backlog_turns // args.clients, 10**6
+            )
+            behind = worker_progress(url, observe_project)
+            busy = timed_reads(port, recall_token, recalled, "/v1/recalls", args.backlog_reads)
+            after = worker_progress(url, observe_project)
+            results["recall_backlog_p50_ms"] = statistics.median(busy)
+            notes["recall during a backlog"] = (
+                f"p50 {statistics.median(busy):.2f} ms, p95 {percentile(busy, 0.95):.2f} ms, with"
+                f" {behind[0] - min(behind[1:])} turns left to do before and"
+                f" {after[0] - min(after[1:])} after"
+            )
+            caught_up(url, observe_project, args.catch_up, time.perf_counter())
             quiet_s = worker_quiet(served, args.catch_up)
             notes["worker after the catch-up"] = f"quiet {quiet_s:.1f} s after it"
             with cpu_spent(served, pgdata_of(folder / "data")) as cost:
@@ -358,6 +385,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=100_000, help="stored messages")
     parser.add_argument("--turns", type=int, default=10_000, help="turns of the context subject")
     parser.add_argument("--reads", type=int, default=500, help="timed recalls and contexts")
+    parser.add_argument(
+        "--backlog-turns", type=int, default=2000, help="the second burst, for --backlog-reads"
+    )
     parser.add_argument(
         "--backlog-reads", type=int, default=200, help="recalls while the worker catches up"
     )
