@@ -26,8 +26,9 @@ The table shows each figure beside its target; the last line printed is one JSON
 `recall_p95_ms`, `passages_p95_ms`, `contexts_p95_ms` (the worse of the two context rows),
 `worker_catch_up_turns_per_s` (the observed turns not yet formed, embedded and counted when the
 writes ended, over `worker_catch_up_s`), `passages_p50_ms`, `recall_backlog_p50_ms` (while the
-worker catches up with the second burst), `worker_catch_up_s` (seconds from the end of the writes until every observed
-turn is formed, embedded and counted), `reports` and `reports_written_s` (the theme reports, and
+worker catches up with the second burst), `worker_catch_up_s` (seconds from the end of the
+writes until every observed turn is formed, embedded and counted), `reports` and
+`reports_written_s` (the theme reports, and
 the seconds the worker took to write them once the context turns were indexed), and
 `recall_cpu_ms` and `passages_cpu_ms`: the CPU time a recall and a passage search cost, the
 service, its worker, PostgreSQL and the clients together (the table shows each part, and how
