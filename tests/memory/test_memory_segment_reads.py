@@ -1,7 +1,8 @@
 """The segment walk's reads of a subject's turns (`loose_turns`, `next_turns`) answer as a model
-of the log says and read the subject's turns once, whatever the statistics say: a project whose
-turns all arrived after the last ANALYZE looks empty to the planner, and a look-up of each turn's
-next turn then read every turn of the project for each one (regression)."""
+of the log says, and each reads the subject's turns once (at worst the project's), whatever the
+statistics say: a project whose turns all arrived after the last ANALYZE looks empty to the
+planner, and a look-up of each turn's next turn then read every turn of the project for each one
+(regression)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,22 @@ import bisect
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from satchel.memory.store.segments import Loose, loose_turns, next_turns
 
 TURNS = 5_000  # the project's, 100 for each of 50 subjects, stored after the ANALYZE
 SUBJECT = "person-7"
 ROUNDS = 6
+BUILT: dict[str, tuple[int, list[int]]] = {}  # each test database's burst
+ONE_DATABASE = HealthCheck.function_scoped_fixture  # a test's examples share its database
 
 
 def burst(url: str) -> tuple[int, list[int]]:
     """A project analyzed while empty beside another of 60,000 records and 20,000 turns, then
-    given its own turns
-    (every tenth of the subject's formed); its id and the subject's offsets."""
+    given its own turns (every tenth of the subject's formed); its id and the subject's
+    offsets."""
     with psycopg.connect(url, autocommit=True) as conn:
         ids = [
             conn.execute("INSERT INTO projects (name) VALUES (%s) RETURNING id", (n,)).fetchone()
@@ -91,3 +96,26 @@ def test_a_subjects_turns_are_read_once_and_answer_as_the_log_says(db_url: str, 
     # Each statement reads the subject's observations once (100 rows), or at worst the project's
     # once; a look-up a turn read the project's turns for each of them (1.68 million rows here).
     assert rows_read <= ROUNDS * 2 * TURNS, rows_read
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cuts=st.lists(st.integers(-5, TURNS + 5), min_size=2, max_size=8, unique=True),
+    ends=st.lists(st.integers(-5, TURNS + 5), min_size=1, max_size=6),
+)
+def test_any_spans_and_ends_answer_as_the_log_says(
+    db_url: str, cuts: list[int], ends: list[int]
+) -> None:
+    if db_url not in BUILT:
+        BUILT[db_url] = burst(db_url)
+    project_id, offsets = BUILT[db_url]
+    cuts.sort()
+    spans = list(zip(cuts[::2], cuts[1::2], strict=False))
+    loose, nexts, _ = asyncio.run(read(db_url, "auto", project_id, spans, ends))
+    inside = [n for n in offsets if any(low <= n <= high for low, high in spans)]
+    assert [(turn.offset, turn.next) for turn in loose] == [
+        (n, following(offsets, n)) for n in inside
+    ]
+    assert nexts == [following(offsets, end) for end in ends]
