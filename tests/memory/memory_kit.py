@@ -62,17 +62,23 @@ class LiveServer:
         return create_token(self.database_url, project, read_only=read_only)
 
 
+# The answers the contract tells a client to retry with backoff (and the same idempotency key):
+# the rate limit, and a pool with no connection to lend in time on a busy machine.
+RETRIED = {429: "rate_limited", 503: "no_database_capacity"}
+
+
 def post_with_backoff(client: httpx.Client, body: dict[str, Any]) -> httpx.Response:
-    """Post an observation, retrying 429s with jittered exponential backoff."""
+    """Post an observation, retrying what `RETRIED` names with jittered exponential backoff."""
     delay = 0.01
     for _ in range(200):
         answer = client.post("/v1/observations", json=body)
-        if answer.status_code != 429:
+        if answer.status_code not in RETRIED or (
+            answer.json()["error"]["code"] != RETRIED[answer.status_code]
+        ):
             return answer
-        assert answer.json()["error"]["code"] == "rate_limited"
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 0.25)
-    raise AssertionError("still rate limited after 200 attempts")
+    raise AssertionError("still refused for capacity after 200 attempts")
 
 
 class Letters:
