@@ -28,8 +28,8 @@ The table shows each figure beside its target; the last line printed is one JSON
 writes ended, over `worker_catch_up_s`), `passages_p50_ms`, `recall_backlog_p50_ms` (while the
 worker catches up with the second burst), `worker_catch_up_s` (seconds from the end of the
 writes until every observed turn is formed, embedded and counted), `reports` and
-`reports_written_s` (the theme reports, and
-the seconds the worker took to write them once the context turns were indexed), and
+`reports_written_s` (the theme reports, and the seconds the worker took to write them once the
+context turns were indexed), and
 `recall_cpu_ms` and `passages_cpu_ms`: the CPU time a recall and a passage search cost, the
 service, its worker, PostgreSQL and the clients together (the table shows each part, and how
 busy the cores were: on a small machine, latency is mostly this time shared out over its cores).
@@ -146,6 +146,12 @@ def worker_progress(url: str, project_id: int) -> tuple[int, int, int, int]:
     assert row is not None
     stored, formed, embedded, counted = row
     return stored, formed, embedded, counted
+
+
+def turns_left(progress: tuple[int, int, int, int]) -> int:
+    """Of `worker_progress`'s stored turns, those not yet formed, embedded and counted."""
+    stored, *done = progress
+    return stored - min(done)
 
 
 def embedder_alone(count: int = 300) -> float:
@@ -283,7 +289,7 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
             )
             writes_ended = time.perf_counter()
             stored, formed, vectored, counted = worker_progress(url, observe_project)
-            left = stored - min(formed, vectored, counted)  # turns not yet all three
+            left = turns_left((stored, formed, vectored, counted))
             notes["worker during writes"] = (
                 f"of {stored} turns written, {vectored} embedded and {counted} counted by then"
             )
@@ -313,14 +319,13 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
             observe_concurrently(
                 port, observe_token, args.clients, args.backlog_turns // args.clients, 10**6
             )
-            behind = worker_progress(url, observe_project)
+            behind = turns_left(worker_progress(url, observe_project))
             busy = timed_reads(port, recall_token, recalled, "/v1/recalls", args.backlog_reads)
-            after = worker_progress(url, observe_project)
+            after = turns_left(worker_progress(url, observe_project))
             results["recall_backlog_p50_ms"] = statistics.median(busy)
             notes["recall during a backlog"] = (
                 f"p50 {statistics.median(busy):.2f} ms, p95 {percentile(busy, 0.95):.2f} ms, with"
-                f" {behind[0] - min(behind[1:])} turns left to do before and"
-                f" {after[0] - min(after[1:])} after"
+                f" {behind} turns left to do before and {after} after"
             )
             caught_up(url, observe_project, args.catch_up, time.perf_counter())
             quiet_s = worker_quiet(served, args.catch_up)
