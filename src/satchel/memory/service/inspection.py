@@ -14,10 +14,10 @@ from psycopg_pool import AsyncConnectionPool
 from satchel.memory.service.formation import failure_category
 from satchel.memory.store import inspection
 from satchel.memory.store.contexts import read_only_snapshot
+from satchel.memory.store.formation import ParkedTurn
 from satchel.memory.store.inspection import (
     DataSubject,
     MessageRow,
-    ParkedRow,
     SegmentRow,
     TurnRow,
 )
@@ -35,7 +35,7 @@ class Turn:
 class Parked:
     """A parked turn's metadata and the kind of its last failure."""
 
-    row: ParkedRow
+    row: ParkedTurn
     failure: str | None
 
 

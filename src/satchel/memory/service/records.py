@@ -23,6 +23,7 @@ from satchel.memory.domain import (
     TooLarge,
     render_time,
 )
+from satchel.memory.service.pages import keyset_page
 from satchel.memory.store import facts
 from satchel.memory.store.database import Conn
 from satchel.memory.store.entities import normalize
@@ -274,8 +275,8 @@ async def list_records(
     """Up to `limit` records of the project (or of one person) in id order, after `after`."""
     async with pool.connection() as conn:
         rows = await facts.record_page(conn, project_id, data_subject_id, after, limit + 1)
-    page = rows[:limit]
-    return RecordPage(page, page[-1].id if len(rows) > limit else None)
+    page, last = keyset_page(rows, limit)
+    return RecordPage(page, last.id if last else None)
 
 
 async def record_history(
@@ -292,5 +293,5 @@ async def record_history(
             raise NotFound("record not found")
         rows = await facts.history_page(conn, fact_id, before, limit + 1)
         retraction = await facts.retraction_of(conn, fact_id)
-    page = rows[:limit]
-    return History(head, retraction, page, page[-1] if len(rows) > limit else None)
+    page, last = keyset_page(rows, limit)
+    return History(head, retraction, page, last)

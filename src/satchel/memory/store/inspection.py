@@ -10,6 +10,7 @@ from datetime import datetime
 from psycopg.rows import class_row
 
 from satchel.memory.store.database import Conn
+from satchel.memory.store.formation import ParkedTurn
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +57,6 @@ class SegmentRow:
     covered: int
     summary: str
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class ParkedRow:
-    """A parked turn's metadata: never its subject nor its messages."""
-
-    id: uuid.UUID
-    kind: str
-    log_offset: int
-    attempts: int
-    stored_at: datetime
-    parked_at: datetime
-    last_error: str | None
 
 
 async def data_subjects(
@@ -137,13 +125,14 @@ async def subject_segments(
 
 async def parked_turns(
     conn: Conn, project_id: int, after: int | None, limit: int
-) -> list[ParkedRow]:
+) -> list[ParkedTurn]:
     """Up to `limit` of the project's parked turns in log order, past offset `after`."""
-    async with conn.cursor(row_factory=class_row(ParkedRow)) as cursor:
+    async with conn.cursor(row_factory=class_row(ParkedTurn)) as cursor:
         await cursor.execute(
-            "SELECT id, kind, log_offset, attempts, stored_at, parked_at, last_error"
-            " FROM observations WHERE project_id = %(p)s AND parked_at IS NOT NULL"
-            " AND log_offset > %(after)s ORDER BY log_offset LIMIT %(limit)s",
+            "SELECT o.id, p.name AS project, o.kind, o.log_offset, o.attempts, o.stored_at,"
+            " o.parked_at, o.last_error FROM observations o JOIN projects p ON p.id = o.project_id"
+            " WHERE o.project_id = %(p)s AND o.parked_at IS NOT NULL"
+            " AND o.log_offset > %(after)s ORDER BY o.log_offset LIMIT %(limit)s",
             {"p": project_id, "after": -1 if after is None else after, "limit": limit},
         )
         return await cursor.fetchall()

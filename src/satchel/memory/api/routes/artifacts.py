@@ -16,6 +16,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.domain import StoredArtifact
 from satchel.memory.service import artifacts
+from satchel.memory.service.pages import keyset_page
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -174,11 +175,12 @@ async def list_artifacts(
         after=uuid.UUID(body.after) if body.after else None,
         limit=limit,
     )
+    page, last = keyset_page(found, limit)
     answer = ArtifactPage(
-        artifacts=[ArtifactMetadata.model_validate(metadata(item)) for item in found[:limit]]
+        artifacts=[ArtifactMetadata.model_validate(metadata(item)) for item in page]
     )
-    if len(found) > limit:
-        answer.next = ArtifactCursor(id=str(found[limit - 1].id))
+    if last:
+        answer.next = ArtifactCursor(id=str(last.id))
     return answer
 
 

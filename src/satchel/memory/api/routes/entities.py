@@ -15,6 +15,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.domain import NotFound
 from satchel.memory.service import entities
+from satchel.memory.service.pages import keyset_page
 from satchel.memory.service.questions import MAX_QUESTION_BYTES
 
 router = APIRouter(route_class=StrictRoute)
@@ -140,7 +141,7 @@ async def list_entities(
     limit = body.limit or DEFAULT_PAGE
     after = uuid.UUID(body.after.id) if body.after is not None else None
     rows = await entities.page(parts.pool, grant.project_id, after, limit + 1)
-    page = rows[:limit]
+    page, last = keyset_page(rows, limit)
     listed = []
     for row in page:
         preview, size, cut = _preview(row.name)
@@ -155,8 +156,7 @@ async def list_entities(
                 first_seen_at=row.first_seen_at,
             )
         )
-    more = len(rows) > limit
-    return ListAnswer(entities=listed, next=EntityCursor(id=str(page[-1].id)) if more else None)
+    return ListAnswer(entities=listed, next=EntityCursor(id=str(last.id)) if last else None)
 
 
 @router.post("/v1/entities/get", response_model=EntityAnswer, **access("read"))

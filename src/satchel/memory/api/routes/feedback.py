@@ -16,6 +16,7 @@ from satchel.memory.api.routes.records import MAX_NAME_BYTES, MAX_STATEMENT_BYTE
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.domain import Feedback
 from satchel.memory.service import feedback
+from satchel.memory.service.pages import keyset_page
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -136,10 +137,9 @@ async def list_feedback(
     rows = await feedback.page(
         parts.pool, grant.project_id, fact_id, bool(body.open_only), after, limit + 1
     )
-    shown = rows[:limit]
-    last = shown[-1] if len(rows) > limit else None
+    page, last = keyset_page(rows, limit)
     return FeedbackPage(
-        feedback=[_item(row) for row in shown],
+        feedback=[_item(row) for row in page],
         next=FeedbackCursor(recorded_at=last.recorded_at, id=str(last.id)) if last else None,
     )
 

@@ -15,6 +15,7 @@ from satchel.memory.api.deps import Parts
 from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.service import inspection
+from satchel.memory.service.pages import keyset_page
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -153,7 +154,7 @@ Project = Annotated[Grant, Depends(current_grant)]
 async def inspect_subjects(body: SubjectsBody, parts: Parts, grant: Project) -> SubjectsAnswer:
     limit = body.limit or DEFAULT_PAGE
     found = await inspection.data_subjects(parts.pool, grant.project_id, body.after, limit)
-    page = found[:limit]
+    page, last = keyset_page(found, limit)
     return SubjectsAnswer(
         subjects=[
             SubjectSeen(
@@ -163,7 +164,7 @@ async def inspect_subjects(body: SubjectsBody, parts: Parts, grant: Project) -> 
             )
             for row in page
         ],
-        next=SubjectNext(data_subject_id=page[-1].data_subject_id) if len(found) > limit else None,
+        next=SubjectNext(data_subject_id=last.data_subject_id) if last else None,
     )
 
 
@@ -177,7 +178,7 @@ async def inspect_turns(body: TurnsBody, parts: Parts, grant: Project) -> TurnsA
     found = await inspection.subject_turns(
         parts.pool, grant.project_id, body.data_subject_id, body.after, limit
     )
-    page = found[:limit]
+    page, last = keyset_page(found, limit)
     return TurnsAnswer(
         turns=[
             StoredTurn(
@@ -199,7 +200,7 @@ async def inspect_turns(body: TurnsBody, parts: Parts, grant: Project) -> TurnsA
             )
             for turn in page
         ],
-        next=OffsetNext(log_offset=page[-1].row.log_offset) if len(found) > limit else None,
+        next=OffsetNext(log_offset=last.row.log_offset) if last else None,
     )
 
 
@@ -210,7 +211,7 @@ async def inspect_segments(body: SegmentsBody, parts: Parts, grant: Project) -> 
     found = await inspection.subject_segments(
         parts.pool, grant.project_id, body.data_subject_id, after, limit
     )
-    page = found[:limit]
+    page, last = keyset_page(found, limit)
     return SegmentsAnswer(
         segments=[
             Segment(
@@ -224,7 +225,7 @@ async def inspect_segments(body: SegmentsBody, parts: Parts, grant: Project) -> 
             )
             for row in page
         ],
-        next=SegmentNext(id=str(page[-1].id)) if len(found) > limit else None,
+        next=SegmentNext(id=str(last.id)) if last else None,
     )
 
 
@@ -232,7 +233,7 @@ async def inspect_segments(body: SegmentsBody, parts: Parts, grant: Project) -> 
 async def inspect_parked(body: ParkedBody, parts: Parts, grant: Project) -> ParkedAnswer:
     limit = body.limit or DEFAULT_PAGE
     found = await inspection.parked_turns(parts.pool, grant.project_id, body.after, limit)
-    page = found[:limit]
+    page, last = keyset_page(found, limit)
     return ParkedAnswer(
         parked=[
             ParkedTurn(
@@ -246,7 +247,7 @@ async def inspect_parked(body: ParkedBody, parts: Parts, grant: Project) -> Park
             )
             for turn in page
         ],
-        next=OffsetNext(log_offset=page[-1].row.log_offset) if len(found) > limit else None,
+        next=OffsetNext(log_offset=last.row.log_offset) if last else None,
     )
 
 

@@ -15,6 +15,7 @@ from satchel.memory.api.gate import Grant, current_grant
 from satchel.memory.api.strict import StrictRoute, access
 from satchel.memory.domain import Invalid, RegisteredSubject
 from satchel.memory.service import subjects
+from satchel.memory.service.pages import keyset_page
 
 router = APIRouter(route_class=StrictRoute)
 
@@ -162,11 +163,10 @@ async def list_subjects(
     limit = body.limit or DEFAULT_PAGE
     after = uuid.UUID(body.after) if body.after else None
     found = await subjects.page(parts.pool, grant.project_id, after, limit)
-    answer = SubjectPage(
-        subjects=[ManagedSubject.model_validate(managed(item)) for item in found[:limit]]
-    )
-    if len(found) > limit:
-        answer.next = SubjectCursor(id=str(found[limit - 1].id))
+    page, last = keyset_page(found, limit)
+    answer = SubjectPage(subjects=[ManagedSubject.model_validate(managed(item)) for item in page])
+    if last:
+        answer.next = SubjectCursor(id=str(last.id))
     return answer
 
 
