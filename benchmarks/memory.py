@@ -35,7 +35,8 @@ service, its worker, PostgreSQL and the clients together (the table shows each p
 busy the cores were: on a small machine, latency is mostly this time shared out over its cores).
 The table also gives the CPU seconds the worker, PostgreSQL and the service spent during the
 catch-up, and what the local embedder alone takes for one of the burst's texts on one core,
-measured first on the quiet machine (the most turns a second the worker could embed there).
+measured first on the quiet machine (the turns a second one of the worker's model threads
+could embed there).
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, float | None]:
         migrate(url)
         alone = embedder_alone()
         notes["embedder alone"] = (
-            f"{alone:.2f} ms a turn's text on one core: at most {1000 / alone:.0f} turns/s"
+            f"{alone:.2f} ms a turn's text on one core: {1000 / alone:.0f} turns/s a core"
         )
         with psycopg.connect(url, autocommit=True) as conn:
             observe_project, observe_token = project(conn, "observe", url)

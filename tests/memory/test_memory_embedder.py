@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import tomllib
@@ -17,6 +18,8 @@ import numpy as np
 import pytest
 
 import satchel
+from satchel.memory.config import MemorySettings, SettingError
+from satchel.memory.formation.worker import Worker
 from satchel.memory.passages import embedder as embedder_module
 from satchel.memory.passages.embedder import (
     DIMENSIONS,
@@ -76,6 +79,40 @@ def test_batching_and_padding_do_not_change_a_vector(minilm: MiniLM) -> None:
     assert np.array_equal(alone, batched)
     assert len(minilm.tokenizer.encode(short).ids) < 16  # no padding to the tokenizer's 128
     assert minilm.embed([]).shape == (0, DIMENSIONS)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_more_threads_give_every_text_the_vector_one_thread_gives(
+    minilm: MiniLM, threads: int
+) -> None:
+    texts = [f"Message {n}: we met at the {n}th stop of the tour." for n in range(13)]
+    shared = MiniLM(local_model_folder(), threads)
+    assert np.array_equal(shared.embed(texts), minilm.embed(texts))
+    assert np.array_equal(shared.embed(texts[:1]), minilm.embed(texts[:1]))
+    assert shared.embed([]).shape == (0, DIMENSIONS)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's idle scheduling class")
+def test_the_extra_threads_take_only_a_core_nothing_else_wants() -> None:
+    shared = MiniLM(local_model_folder(), 2)
+    assert shared.helpers is not None
+    assert shared.helpers.submit(os.sched_getscheduler, 0).result() == os.SCHED_IDLE
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the caller's thread keeps its class
+
+
+def test_an_embedder_refuses_fewer_than_one_thread() -> None:
+    with pytest.raises(ValueError, match="at least one thread"):
+        MiniLM(local_model_folder(), 0)
+
+
+def test_the_workers_model_runs_on_the_threads_the_environment_names() -> None:
+    assert MemorySettings.from_env({}).embedding_threads == 2
+    settings = MemorySettings.from_env({"SATCHEL_EMBEDDING_THREADS": "3"})
+    worker = Worker("postgresql://unused", settings)  # connects on its first pass only
+    assert isinstance(worker.embedder, MiniLM) and worker.embedder.threads == 3
+    for value in ("0", "65", "two"):
+        with pytest.raises(SettingError, match=f"SATCHEL_EMBEDDING_THREADS .*'{value}'"):
+            MemorySettings.from_env({"SATCHEL_EMBEDDING_THREADS": value})
 
 
 def test_the_model_ships_inside_the_package_and_needs_no_model_package(

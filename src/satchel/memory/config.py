@@ -21,6 +21,7 @@ MAX_ARTIFACT_BYTES = 1024 * KIB * KIB
 MAX_ARTIFACT_OBJECTS = 100_000
 MAX_BACKLOG = 1_000_000
 MAX_POOL_SIZE = 262_143  # PostgreSQL's own ceiling on max_connections
+MAX_EMBEDDING_THREADS = 64
 DEFAULT_WORKER_AGE = 300.0  # seconds: a worker that reported in this recently is alive
 DEFAULT_NOTIFY_TIMEOUT = 10.0  # seconds one delivery attempt may take
 MAX_NOTIFY_ATTEMPTS = 20
@@ -74,7 +75,8 @@ class MemorySettings:
     `storage_capacity`. `backlog_limit`: how many of a project's turns may wait unformed before
     an observation is 429 `rate_limited`. `pool_size`: the connections of an API process's pool.
     `retention_interval`: seconds between two retention sweeps of a worker (its first sweep is
-    on its first pass).
+    on its first pass). `embedding_threads`: how many texts a worker's local model embeds at
+    once, each on a thread (and a core) of its own.
     `metrics`: serve `GET /metrics`; `metrics_address`: on a listener of its own at this
     (host, port) instead of the API's; `metrics_per_project`: series by project name as well.
     `require_worker`: `/ready` says not ready unless a worker reported in within this many
@@ -96,6 +98,7 @@ class MemorySettings:
     formation_max_backoff: float = 3_600.0
     formation_attempts: int = 6
     formation_batch: int = 64
+    embedding_threads: int = 2
     worker_poll: float = 1.0
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds an admitted request's body may take
     artifact_object_bytes: int = 256 * KIB
@@ -148,6 +151,9 @@ class MemorySettings:
             ),
             backlog_limit=_count(env, "SATCHEL_BACKLOG_LIMIT", default.backlog_limit, MAX_BACKLOG),
             pool_size=_count(env, "SATCHEL_POOL_SIZE", default.pool_size, MAX_POOL_SIZE),
+            embedding_threads=_count(
+                env, "SATCHEL_EMBEDDING_THREADS", default.embedding_threads, MAX_EMBEDDING_THREADS
+            ),
             retention_interval=_seconds(
                 env, "SATCHEL_RETENTION_INTERVAL", default.retention_interval
             ),

@@ -119,9 +119,9 @@ async def extract(
     return outcome
 
 
-def _default_embedder() -> Embedder | None:
+def _default_embedder(threads: int) -> Embedder | None:
     try:
-        return load_embedder()
+        return load_embedder(threads=threads)
     except EmbedderUnavailable as exc:
         log.warning("passages will not be indexed: %s", exc)
         return None
@@ -139,14 +139,15 @@ class Worker:
         self, url: str, settings: MemorySettings, embedder: Embedder | None = None
     ) -> None:
         """`embedder`: the passages' embedder (default: `load_embedder()`, from the
-        environment; without one the passages are left unindexed)."""
+        environment, on `settings.embedding_threads`; without one the passages are left
+        unindexed)."""
         self.url = url
         self.settings = settings
         self.model = ChatModel(settings.formation) if settings.formation else None
         self.summarizer: Summarizer = (
             ModelSummarizer(self.model) if self.model else extractive_summary
         )
-        self.embedder = embedder or _default_embedder()
+        self.embedder = embedder or _default_embedder(settings.embedding_threads)
         self.reporter = Reporter(self.model, self.embedder)
         self.extractor = Extractor(
             self.model.model if self.model else None,

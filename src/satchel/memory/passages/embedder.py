@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -68,17 +71,21 @@ def _unit(rows: Vectors) -> Vectors:
 
 
 class MiniLM:
-    """all-MiniLM-L6-v2 (a 6-layer BERT) run by ONNX Runtime on one thread: mean pooling, then
-    L2 normalization.
+    """all-MiniLM-L6-v2 (a 6-layer BERT) run by ONNX Runtime: mean pooling, then L2
+    normalization.
 
     The shipped graph holds int8 dense weights (see `model/NOTICE`); its vectors are close to
-    the published model's but not the same, hence an identity of their own.
+    the published model's but not the same, hence an identity of their own. Each text is one run
+    on one ONNX thread; `threads` runs go at once, each on a thread of its own, when a call
+    brings several texts (one session serves them all, and a text's vector is the same on any).
     """
 
     identity = "local/all-MiniLM-L6-v2-int8"
     max_tokens = 256
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, threads: int = 1) -> None:
+        if threads < 1:
+            raise ValueError(f"the embedder needs at least one thread, not {threads}")
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -92,14 +99,41 @@ class MiniLM:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer.no_padding()  # the published tokenizer pads every text to 128 tokens
+        self.threads = threads
+        self.helpers = (
+            ThreadPoolExecutor(threads - 1, "embedder", initializer=_run_when_idle)
+            if threads > 1
+            else None
+        )
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One text per run: activations are quantized with a scale per run, so in a batch a
-        text's vector would depend on its neighbours (and padding costs what batching saves)."""
+        text's vector would depend on its neighbours (and padding costs what batching saves).
+        With more threads, each thread (the caller's too) takes the next text not yet taken:
+        a helper that other work holds back takes fewer, and the batch waits only for the text
+        it holds."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for row, text in enumerate(texts):
-            out[row] = self._forward(text)
+        rows = iter(range(len(texts)))
+        taking = threading.Lock()
+        helping = [
+            self.helpers.submit(self._fill, out, texts, rows, taking)
+            for _ in range(min(self.threads, len(texts)) - 1)
+            if self.helpers is not None
+        ]
+        self._fill(out, texts, rows, taking)
+        for helper in helping:
+            helper.result()
         return out
+
+    def _fill(
+        self, out: Vectors, texts: Sequence[str], rows: Iterator[int], taking: threading.Lock
+    ) -> None:
+        while True:
+            with taking:
+                row = next(rows, None)
+            if row is None:
+                return
+            out[row] = self._forward(texts[row])
 
     def _forward(self, text: str) -> Vectors:
         encoded = self.tokenizer.encode(text)
@@ -111,6 +145,14 @@ class MiniLM:
         (pooled,) = self.session.run(["pooled"], feed)
         vector: Vectors = _unit(np.asarray(pooled, dtype=np.float32))[0]
         return vector
+
+
+def _run_when_idle() -> None:
+    """Schedule the calling thread only on a core nothing else wants (Linux's SCHED_IDLE), so
+    the extra threads of a worker's model never take a core from the API or the database."""
+    if hasattr(os, "sched_setscheduler"):
+        with contextlib.suppress(OSError):  # if refused, the thread keeps the process's priority
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def local_model_folder() -> Path:
@@ -177,9 +219,10 @@ class EndpointEmbedder:
         return rows
 
 
-def load_embedder(settings: EmbeddingSettings | None = None) -> Embedder:
-    """The endpoint embedder when one is configured, else the local model (or a clear refusal)."""
+def load_embedder(settings: EmbeddingSettings | None = None, threads: int = 1) -> Embedder:
+    """The endpoint embedder when one is configured, else the local model running `threads`
+    texts at once (or a clear refusal)."""
     settings = EmbeddingSettings.from_env() if settings is None else settings
     if settings.base_url or settings.model:
         return EndpointEmbedder(settings)
-    return MiniLM(local_model_folder())
+    return MiniLM(local_model_folder(), threads)
