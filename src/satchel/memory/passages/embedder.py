@@ -115,11 +115,12 @@ class MiniLM:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         rows = iter(range(len(texts)))
         taking = threading.Lock()
-        helping = [
-            self.helpers.submit(self._fill, out, texts, rows, taking)
-            for _ in range(min(self.threads, len(texts)) - 1)
+        helpers = min(self.threads, len(texts)) - 1
+        helping = (
+            [self.helpers.submit(self._fill, out, texts, rows, taking) for _ in range(helpers)]
             if self.helpers is not None
-        ]
+            else []
+        )
         self._fill(out, texts, rows, taking)
         for helper in helping:
             helper.result()

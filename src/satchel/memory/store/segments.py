@@ -90,7 +90,7 @@ async def top_segments(conn: Conn, project_id: int, subject: str) -> list[Stored
 # there), so the partial index of the project's turns, which holds no subject, cannot be chosen
 # instead. On statistics taken before a project's turns arrived, that index looked cheaper, and
 # every look-up read all of the project's turns.
-_SUBJECTS = (
+_SUBJECT_OBSERVATIONS = (
     "SELECT o.id, o.log_offset, o.kind, o.formed_at IS NOT NULL AND o.parked_at IS NULL AS formed"
     " FROM observations o WHERE o.project_id = %(p)s AND o.data_subject_id = %(s)s"
 )
@@ -103,14 +103,15 @@ async def loose_turns(
     the subject's next turn after it.
 
     One read of the subject's observations from the first span on, each turn's next taken from
-    the turn after it (`lead`), rather than a look-up a turn (see `_SUBJECTS`; decision 0082).
+    the turn after it (`lead`), rather than a look-up a turn (see `_SUBJECT_OBSERVATIONS`;
+    decision 0082).
     """
     if not spans:
         return []
     cursor = await conn.execute(
         "SELECT t.id, t.log_offset, t.formed, t.next FROM (SELECT s.id, s.log_offset,"
         " s.formed, lead(s.log_offset) OVER (ORDER BY s.log_offset) AS next FROM ("
-        + _SUBJECTS
+        + _SUBJECT_OBSERVATIONS
         + " AND o.log_offset >= %(from)s OFFSET 0) s WHERE s.kind = 'turn') t"
         " WHERE EXISTS (SELECT FROM unnest(%(lo)s::bigint[], %(hi)s::bigint[]) AS r(lo, hi)"
         " WHERE t.log_offset BETWEEN r.lo AND r.hi) ORDER BY t.log_offset",
@@ -129,12 +130,13 @@ async def next_turns(
     conn: Conn, project_id: int, subject: str, ends: list[int]
 ) -> list[int | None]:
     """For each offset, the subject's next turn after it (None when there is none): one read of
-    the subject's observations after the first of them (see `_SUBJECTS`)."""
+    the subject's observations after the first of them (see `_SUBJECT_OBSERVATIONS`)."""
     if not ends:
         return []
     cursor = await conn.execute(
-        "SELECT s.log_offset FROM (" + _SUBJECTS + " AND o.log_offset > %(after)s OFFSET 0) s"
-        " WHERE s.kind = 'turn' ORDER BY s.log_offset",
+        "SELECT s.log_offset FROM ("
+        + _SUBJECT_OBSERVATIONS
+        + " AND o.log_offset > %(after)s OFFSET 0) s WHERE s.kind = 'turn' ORDER BY s.log_offset",
         {"p": project_id, "s": subject, "after": min(ends)},
     )
     offsets = [int(row[0]) for row in await cursor.fetchall()]
